@@ -1,0 +1,1 @@
+"""Pure learners (no processes, no I/O): PPO, DDPG and the pieces they share."""

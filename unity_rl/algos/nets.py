@@ -1,0 +1,30 @@
+"""Small network builders shared by the learners."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+
+def layer_init(layer: nn.Linear, std: float = np.sqrt(2), bias: float = 0.0) -> nn.Linear:
+    """Orthogonal weights, constant bias (the PPO implementation-details default)."""
+    nn.init.orthogonal_(layer.weight, std)
+    nn.init.constant_(layer.bias, bias)
+    return layer
+
+
+def mlp(in_dim: int, hidden: int, num_layers: int, out_dim: int, out_std: float,
+        activation: type[nn.Module] = nn.Tanh) -> nn.Sequential:
+    """in_dim -> num_layers x hidden (activation) -> out_dim, orthogonally initialised."""
+    layers: list[nn.Module] = []
+    last = in_dim
+    for _ in range(num_layers):
+        layers += [layer_init(nn.Linear(last, hidden)), activation()]
+        last = hidden
+    layers.append(layer_init(nn.Linear(last, out_dim), std=out_std))
+    return nn.Sequential(*layers)
+
+
+def set_torch_threads(num_threads: int) -> None:
+    """Pins torch's intra-op threads (a small machine is slower with more threads than cores)."""
+    torch.set_num_threads(max(1, num_threads))

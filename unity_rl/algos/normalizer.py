@@ -1,0 +1,46 @@
+"""Running mean/variance observation normaliser (Chan et al. parallel update).
+
+Pure numpy state so that actors and the learner can share it as plain arrays; the learner owns
+the authoritative copy, updates it from the data it trains on, and ships it with the weights.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+class RunningNormalizer:
+    """Tracks mean and variance of observations and normalises them with clipping."""
+
+    def __init__(self, shape: tuple[int, ...], clip: float = 5.0, epsilon: float = 1e-8):
+        self.mean = np.zeros(shape, np.float64)
+        self.var = np.ones(shape, np.float64)
+        self.count = epsilon
+        self.clip = clip
+        self.epsilon = epsilon
+
+    def update(self, batch: np.ndarray) -> None:
+        """Folds a batch [n, *shape] into the running statistics."""
+        if len(batch) == 0:
+            return
+        batch_mean = batch.mean(axis=0)
+        batch_var = batch.var(axis=0)
+        n = batch.shape[0]
+        delta = batch_mean - self.mean
+        total = self.count + n
+        self.mean = self.mean + delta * n / total
+        m2 = self.var * self.count + batch_var * n + delta**2 * self.count * n / total
+        self.var = m2 / total
+        self.count = total
+
+    def normalize(self, obs: np.ndarray) -> np.ndarray:
+        """Returns (obs - mean) / std clipped to ±clip, as float32."""
+        std = np.sqrt(self.var + self.epsilon)
+        return np.clip((obs - self.mean) / std, -self.clip, self.clip).astype(np.float32)
+
+    def state_dict(self) -> dict:
+        return {"mean": self.mean.copy(), "var": self.var.copy(), "count": float(self.count)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.mean = np.asarray(state["mean"], np.float64).copy()
+        self.var = np.asarray(state["var"], np.float64).copy()
+        self.count = float(state["count"])

@@ -1,0 +1,65 @@
+"""Experience formats that actors produce and learners consume.
+
+A ``Trajectory`` is one agent's contiguous run of decisions, cut at the end of its episode or at
+``time_horizon``; advantages are computed per trajectory, never across agents.  Observations are
+flat float32 vectors here (the concatenation of the BehaviorSpec's vector observations).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+
+class Trajectory(NamedTuple):
+    """One agent's piece of experience under one policy version."""
+
+    obs: np.ndarray
+    """[T, obs_dim] float32: observation at each decision (raw, not normalised)."""
+    actions: np.ndarray
+    """[T, act_dim] float32 (continuous, the unclipped sample) or [T, branches] int64."""
+    logprobs: np.ndarray
+    """[T] float32: log-probability of each action under the behaviour policy."""
+    values: np.ndarray
+    """[T] float32: value estimates of the behaviour policy (for value clipping)."""
+    rewards: np.ndarray
+    """[T] float32: reward received after action t (up to the next decision or the end)."""
+    last_obs: np.ndarray
+    """[obs_dim] float32: observation after the last action (the final observation at an end)."""
+    terminated: bool
+    """True when the episode really ended after the last action: no bootstrap from last_obs.
+    False on truncation (Unity's interrupted) or a time-horizon cut: bootstrap from V(last_obs)."""
+    action_masks: np.ndarray | None = None
+    """[T, sum(branches)] bool, True where allowed; None for continuous behaviors."""
+
+
+class Segment(NamedTuple):
+    """What an actor sends to the learner: trajectories plus bookkeeping."""
+
+    trajectories: list[Trajectory]
+    """Agent trajectories collected by one actor since its last segment."""
+    policy_version: int
+    """Version of the weights the actor acted with (for policy-lag accounting)."""
+    actor_id: int
+    """Which actor collected it."""
+    agent_steps: int
+    """Number of agent decisions in this segment (sum of trajectory lengths)."""
+    episode_returns: list[float]
+    """Returns of the episodes that ended during collection."""
+    episode_lengths: list[int]
+    """Lengths (in decisions) of the episodes that ended during collection."""
+
+
+class TransitionBatch(NamedTuple):
+    """Off-policy transitions (DDPG): row i is (obs, action, reward, next_obs, terminated)."""
+
+    obs: np.ndarray
+    """[n, obs_dim] float32."""
+    actions: np.ndarray
+    """[n, act_dim] float32, in the behavior's action bounds."""
+    rewards: np.ndarray
+    """[n] float32."""
+    next_obs: np.ndarray
+    """[n, obs_dim] float32: the next decision's observation, or the final one at an end."""
+    terminated: np.ndarray
+    """[n] float32 1.0 where the episode really ended (no bootstrap); 0.0 on truncation."""

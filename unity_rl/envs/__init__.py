@@ -1,0 +1,1 @@
+"""Unity builds as environments: launching, the per-agent stream, the gymnasium VectorEnv."""
