@@ -1,0 +1,161 @@
+"""Replay buffers: ring semantics, checkpoints, prioritisation, and writers in other processes."""
+from __future__ import annotations
+
+import multiprocessing as mp
+
+import numpy as np
+import pytest
+
+from unity_rl.algos.replay import ReplayBuffer, SharedReplayBuffer
+from unity_rl.algos.types import TransitionBatch
+
+OBS_DIM, ACT_DIM = 3, 2
+
+
+def make_batch(ids: np.ndarray) -> TransitionBatch:
+    """Rows whose every field encodes its id, so a sampled row can be checked for consistency."""
+    ids = np.asarray(ids, np.float32)
+    return TransitionBatch(
+        obs=np.repeat(ids[:, None], OBS_DIM, axis=1),
+        actions=np.repeat(ids[:, None], ACT_DIM, axis=1),
+        rewards=ids.copy(),
+        next_obs=np.repeat(ids[:, None] + 0.5, OBS_DIM, axis=1),
+        terminated=(ids % 2).astype(np.float32),
+    )
+
+
+def assert_rows_consistent(batch: TransitionBatch) -> None:
+    ids = batch.rewards
+    np.testing.assert_array_equal(batch.obs, np.repeat(ids[:, None], OBS_DIM, axis=1))
+    np.testing.assert_array_equal(batch.actions, np.repeat(ids[:, None], ACT_DIM, axis=1))
+    np.testing.assert_array_equal(batch.next_obs, np.repeat(ids[:, None] + 0.5, OBS_DIM, axis=1))
+    np.testing.assert_array_equal(batch.terminated, ids % 2)
+
+
+@pytest.mark.parametrize("prioritized", [False, True])
+def test_ring_wraps_and_keeps_the_newest_rows(prioritized):
+    buf = ReplayBuffer(10, OBS_DIM, ACT_DIM, seed=0, prioritized=prioritized)
+    buf.add(make_batch(np.arange(7)))
+    assert len(buf) == 7
+    buf.add(make_batch(np.arange(7, 13)))  # wraps: rows 0..2 now hold ids 10..12
+    assert len(buf) == 10
+    seen = set(buf.sample(2000).rewards.astype(int))
+    assert seen == set(range(3, 13))
+    buf.add(make_batch(np.arange(100, 125)))  # more than capacity at once: newest 10 survive
+    assert len(buf) == 10
+    assert set(buf.sample(2000).rewards.astype(int)) == set(range(115, 125))
+
+
+@pytest.mark.parametrize("prioritized", [False, True])
+def test_samples_only_filled_rows(prioritized):
+    buf = ReplayBuffer(1000, OBS_DIM, ACT_DIM, seed=1, prioritized=prioritized)
+    with pytest.raises(ValueError, match="empty"):
+        buf.sample(4)
+    buf.add(make_batch(np.arange(1, 6)))  # ids 1..5; unfilled rows are all zeros
+    batch = buf.sample(5000)
+    assert set(batch.rewards.astype(int)) == {1, 2, 3, 4, 5}
+    assert_rows_consistent(batch)
+
+
+@pytest.mark.parametrize("prioritized", [False, True])
+def test_state_round_trip(prioritized):
+    buf = ReplayBuffer(8, OBS_DIM, ACT_DIM, seed=2, prioritized=prioritized)
+    buf.add(make_batch(np.arange(11)))
+    if prioritized:
+        buf.update_priorities(np.array([0, 3]), np.array([5.0, 0.1]))
+    state = buf.state_dict()
+    assert state["obs"].shape == (8, OBS_DIM)
+
+    other = ReplayBuffer(8, OBS_DIM, ACT_DIM, seed=99, prioritized=prioritized)
+    other.load_state_dict(state)
+    assert len(other) == len(buf)
+    a, b = buf.sample_indexed(64), other.sample_indexed(64)  # same RNG state: same draws
+    for x, y in zip(a.batch, b.batch):
+        np.testing.assert_array_equal(x, y)
+    np.testing.assert_array_equal(a.indices, b.indices)
+    np.testing.assert_allclose(a.weights, b.weights)
+    buf.add(make_batch(np.array([50])))  # and the cursor continues where it was
+    other.add(make_batch(np.array([50])))
+    for x, y in zip(buf.state_dict()["rewards"], other.state_dict()["rewards"]):
+        assert x == y
+
+    with pytest.raises(ValueError, match="capacity"):
+        ReplayBuffer(9, OBS_DIM, ACT_DIM, prioritized=prioritized).load_state_dict(state)
+
+
+def test_prioritized_prefers_high_priority_and_weights_correct():
+    buf = ReplayBuffer(64, OBS_DIM, ACT_DIM, seed=3, prioritized=True, alpha=1.0, eps=1e-6)
+    buf.add(make_batch(np.arange(50)), priorities=np.full(50, 1.0))
+    buf.update_priorities(np.array([7]), np.array([99.0]))  # p_7 = 99 of total 49 + 99 = 148
+    sample = buf.sample_indexed(4000, beta=1.0)
+    frac = np.mean(sample.indices == 7)
+    assert 0.6 < frac < 0.74, frac  # P(7) = 99/148 ≈ 0.67 versus 1/148 for the others
+    assert_rows_consistent(sample.batch)
+    np.testing.assert_array_equal(sample.batch.rewards, sample.indices)
+    # w_i = (N·P(i))^-β / max_j w_j: the rare rows get weight 1, row 7 gets 1/99.
+    w7 = sample.weights[sample.indices == 7]
+    w_other = sample.weights[sample.indices != 7]
+    np.testing.assert_allclose(w7, (1.0 + 1e-6) / (99.0 + 1e-6), rtol=1e-5)
+    np.testing.assert_allclose(w_other, 1.0, rtol=1e-5)
+    # New rows without priorities get the largest priority so far.
+    buf.add(make_batch(np.array([60])))
+    sample = buf.sample_indexed(4000)
+    assert abs(np.mean(sample.indices == 50) - np.mean(sample.indices == 7)) < 0.06
+
+
+def test_uniform_buffer_has_unit_weights_and_ignores_priorities():
+    buf = ReplayBuffer(16, OBS_DIM, ACT_DIM, seed=4)
+    buf.add(make_batch(np.arange(16)))
+    sample = buf.sample_indexed(32)
+    np.testing.assert_array_equal(sample.weights, 1.0)
+    buf.update_priorities(sample.indices, np.ones(32))  # a no-op, not an error
+
+
+def _writer(buf: SharedReplayBuffer, start: int, count: int, chunk: int) -> None:
+    """Child process: adds ids start..start+count-1 in chunks, then detaches."""
+    for lo in range(start, start + count, chunk):
+        buf.add(make_batch(np.arange(lo, min(lo + chunk, start + count))))
+    buf.close()
+
+
+@pytest.mark.parametrize("prioritized", [False, True])
+def test_shared_buffer_two_spawned_writers_parent_samples(prioritized):
+    ctx = mp.get_context("spawn")
+    with SharedReplayBuffer(1000, OBS_DIM, ACT_DIM, seed=5, prioritized=prioritized,
+                            ctx=ctx) as buf:
+        writers = [ctx.Process(target=_writer, args=(buf, 1 + 300 * k, 300, 7)) for k in range(2)]
+        for w in writers:
+            w.start()
+        while any(w.is_alive() for w in writers):  # sample while they write
+            if len(buf):
+                assert_rows_consistent(buf.sample(64))
+        for w in writers:
+            w.join(timeout=30)
+            assert w.exitcode == 0
+        assert len(buf) == 600
+        ids = set(buf.state_dict()["rewards"].astype(int))
+        assert ids == set(range(1, 601))
+        batch = buf.sample(20000)
+        assert_rows_consistent(batch)
+        assert set(batch.rewards.astype(int)) == ids
+        if prioritized:
+            sample = buf.sample_indexed(8)
+            buf.update_priorities(sample.indices, np.full(8, 3.0))
+
+
+def test_shared_buffer_ownership():
+    buf = SharedReplayBuffer(4, OBS_DIM, ACT_DIM)
+    name = buf.name
+    buf.add(make_batch(np.arange(3)))
+    assert len(buf) == 3
+    attached = SharedReplayBuffer.__new__(SharedReplayBuffer)
+    attached.__setstate__(buf.__getstate__())  # what a spawned child does
+    assert attached.name == name and len(attached) == 3
+    with pytest.raises(RuntimeError, match="created"):
+        attached.unlink()
+    attached.close()
+    buf.close()
+    buf.unlink()
+    from multiprocessing import shared_memory
+    with pytest.raises(FileNotFoundError):
+        shared_memory.SharedMemory(name=name)

@@ -1,0 +1,461 @@
+"""Deep Deterministic Policy Gradient (Lillicrap et al. 2015, arXiv:1509.02971).
+
+A pure learner: no processes, no I/O.  ``DDPGLearner.update(batch)`` takes one gradient step in
+the paper's order — critic on the TD target, actor on −Q(s, μ(s)), then Polyak-averaged targets —
+and ``DDPGPolicy`` is the actor-side copy that acts from shipped weights.
+
+Truncation: the target is y = r + γ(1 − terminated)·Q'(s', μ'(s')).  When Unity interrupts an
+episode (max step reached) ``terminated`` is 0 and s' is the final observation, so the target
+still bootstraps (CleanRL's DDPG drops this bootstrap; see Pardo et al. 2018, arXiv:1712.00378).
+
+Actions: continuous only, in Unity's bounds [-1, 1]: the actor ends in tanh.  Exploration adds
+Gaussian or per-agent Ornstein–Uhlenbeck noise and clips to the bounds; during warm-up the actor
+side plays uniform random actions (``DDPGPolicy.explore``).
+"""
+from __future__ import annotations
+
+import copy
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from unity_rl.algos.nets import mlp, set_torch_threads
+from unity_rl.algos.noise import ActionNoise, make_noise
+from unity_rl.algos.normalizer import RunningNormalizer
+from unity_rl.algos.types import TransitionBatch
+
+ACTION_LOW = -1.0
+"""Lower bound of every continuous action Unity accepts."""
+ACTION_HIGH = 1.0
+"""Upper bound of every continuous action Unity accepts."""
+
+
+@dataclass(frozen=True)
+class DDPGConfig:
+    """DDPG hyperparameters (network size and input normalisation come from the network config)."""
+
+    gamma: float = 0.99
+    """Discount factor γ of the TD target r + γ(1 − terminated)·Q'(s', μ'(s'))."""
+    tau: float = 0.005
+    """Polyak factor: θ' ← τθ + (1 − τ)θ' after each actor update (paper: 0.001)."""
+    actor_lr: float = 3e-4
+    """Adam learning rate of the actor μ (paper: 1e-4)."""
+    critic_lr: float = 3e-4
+    """Adam learning rate of the critic Q (paper: 1e-3)."""
+    critic_weight_decay: float = 0.0
+    """L2 weight decay of the critic's Adam optimiser (paper: 1e-2; 0 disables)."""
+    batch_size: int = 256
+    """Transitions per gradient update (paper: 64)."""
+    buffer_size: int = 1_000_000
+    """Replay capacity in transitions (agent-steps)."""
+    warmup_steps: int = 10_000
+    """Agent-steps of uniform random actions before the actor acts and updates start."""
+    exploration_noise: str = "gaussian"
+    """Behaviour noise added to μ(s): 'gaussian' (independent) or 'ou' (Ornstein–Uhlenbeck, per agent)."""
+    noise_sigma: float = 0.1
+    """Standard deviation of the exploration noise, as a fraction of the action half-range."""
+    ou_theta: float = 0.15
+    """Mean-reversion rate θ of the Ornstein–Uhlenbeck process (paper: 0.15, σ 0.2)."""
+    replay_ratio: float = 1.0
+    """Gradient updates per collected agent-step once warm-up is over."""
+    policy_delay: int = 1
+    """Critic updates per actor-and-target update (1 is DDPG; TD3 uses 2)."""
+    prioritized: bool = False
+    """Prioritised experience replay (Schaul et al. 2015) instead of uniform sampling."""
+    per_alpha: float = 0.6
+    """Priority exponent α: P(i) ∝ p_i^α (0 is uniform)."""
+    per_beta: float = 0.4
+    """Importance-sampling exponent β of the weights (N·P(i))^−β (1 fully corrects the bias)."""
+    per_eps: float = 1e-6
+    """Added to |TD error| so that every stored transition keeps a non-zero priority."""
+    max_grad_norm: float = 0.0
+    """Clips each network's gradient norm to this value; 0 disables clipping."""
+
+    def __post_init__(self) -> None:
+        def check(ok: bool, name: str, what: str) -> None:
+            if not ok:
+                raise ValueError(f"ddpg.{name} must be {what}, got {getattr(self, name)!r}")
+
+        check(0.0 <= self.gamma <= 1.0, "gamma", "in [0, 1]")
+        check(0.0 < self.tau <= 1.0, "tau", "in (0, 1]")
+        check(self.actor_lr > 0, "actor_lr", "> 0")
+        check(self.critic_lr > 0, "critic_lr", "> 0")
+        check(self.critic_weight_decay >= 0, "critic_weight_decay", ">= 0")
+        check(isinstance(self.batch_size, int) and self.batch_size >= 1, "batch_size", "an int >= 1")
+        check(isinstance(self.buffer_size, int) and self.buffer_size >= self.batch_size,
+              "buffer_size", "an int >= batch_size")
+        check(isinstance(self.warmup_steps, int) and self.warmup_steps >= 0,
+              "warmup_steps", "an int >= 0")
+        check(self.exploration_noise in ("gaussian", "ou"), "exploration_noise",
+              "'gaussian' or 'ou'")
+        check(self.noise_sigma >= 0, "noise_sigma", ">= 0")
+        check(self.ou_theta > 0, "ou_theta", "> 0")
+        check(self.replay_ratio > 0, "replay_ratio", "> 0")
+        check(isinstance(self.policy_delay, int) and self.policy_delay >= 1,
+              "policy_delay", "an int >= 1")
+        check(isinstance(self.prioritized, bool), "prioritized", "a bool")
+        check(0.0 <= self.per_alpha <= 1.0, "per_alpha", "in [0, 1]")
+        check(0.0 <= self.per_beta <= 1.0, "per_beta", "in [0, 1]")
+        check(self.per_eps > 0, "per_eps", "> 0")
+        check(self.max_grad_norm >= 0, "max_grad_norm", ">= 0")
+
+
+def updates_owed(agent_steps: int, updates_done: int, cfg: DDPGConfig) -> int:
+    """Gradient updates due after ``agent_steps`` collected agent-steps (warm-up, replay_ratio)."""
+    if agent_steps < cfg.warmup_steps:
+        return 0
+    return max(0, int((agent_steps - cfg.warmup_steps) * cfg.replay_ratio) - updates_done)
+
+
+def continuous_action_size(action_spec: Any) -> int:
+    """The number of continuous actions; raises ValueError for discrete or hybrid specs."""
+    branches = tuple(getattr(action_spec, "discrete_branches", ()) or ())
+    size = int(getattr(action_spec, "continuous_size", 0))
+    if branches:
+        raise ValueError(
+            f"DDPG supports continuous actions only, but this behavior has discrete branches "
+            f"{branches} (and {size} continuous actions); train it with PPO (trainer: ppo).")
+    if size < 1:
+        raise ValueError("DDPG needs at least one continuous action; this action spec has none")
+    return size
+
+
+# -- networks ----------------------------------------------------------------------------------
+class Actor(nn.Module):
+    """μ(s): MLP with ReLU, tanh output scaled to [low, high]; takes normalised observations."""
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden_units: int, num_layers: int,
+                 low: float = ACTION_LOW, high: float = ACTION_HIGH):
+        super().__init__()
+        self.net = mlp(obs_dim, hidden_units, num_layers, act_dim, out_std=0.01,
+                       activation=nn.ReLU)
+        self.register_buffer("action_scale", torch.tensor((high - low) / 2.0))
+        self.register_buffer("action_bias", torch.tensor((high + low) / 2.0))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.net(obs)) * self.action_scale + self.action_bias
+
+
+class QNetwork(nn.Module):
+    """Q(s, a): MLP with ReLU over [normalised s, a]."""
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden_units: int, num_layers: int):
+        super().__init__()
+        self.net = mlp(obs_dim + act_dim, hidden_units, num_layers, 1, out_std=1.0,
+                       activation=nn.ReLU)
+
+    def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        return self.net(torch.cat([obs, actions], dim=-1)).squeeze(-1)
+
+
+class ExportedActor(nn.Module):
+    """Deterministic obs -> action for inference (ONNX): normalisation folded in as constants."""
+
+    def __init__(self, actor: Actor, normalizer: RunningNormalizer | None, obs_dim: int):
+        super().__init__()
+        self.actor = copy.deepcopy(actor).cpu().eval()
+        if normalizer is None:
+            mean, std, clip = np.zeros(obs_dim), np.ones(obs_dim), np.inf
+        else:
+            mean = normalizer.mean
+            std = np.sqrt(normalizer.var + normalizer.epsilon)
+            clip = normalizer.clip
+        self.register_buffer("obs_mean", torch.as_tensor(mean, dtype=torch.float32))
+        self.register_buffer("obs_std", torch.as_tensor(std, dtype=torch.float32))
+        self.clip = float(clip)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        obs = (obs - self.obs_mean) / self.obs_std
+        if np.isfinite(self.clip):
+            obs = torch.clamp(obs, -self.clip, self.clip)
+        return self.actor(obs)
+
+
+def td_target(b_rewards: torch.Tensor, b_terminated: torch.Tensor, b_next_obs: torch.Tensor,
+              actor_target: nn.Module, critic_target: nn.Module, gamma: float) -> torch.Tensor:
+    """y = r + γ(1 − terminated)·Q'(s', μ'(s')) — bootstraps on truncation (terminated = 0)."""
+    with torch.no_grad():
+        next_q = critic_target(b_next_obs, actor_target(b_next_obs))
+        return b_rewards + gamma * (1.0 - b_terminated) * next_q
+
+
+def _cpu_state(module: nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().cpu().clone() for k, v in module.state_dict().items()}
+
+
+# -- actor side --------------------------------------------------------------------------------
+class DDPGPolicy:
+    """The acting copy of μ: normalises, adds exploration noise, clips to the action bounds.
+
+    Holds no optimiser; ``load_weights(learner.weights())`` refreshes it.  With weights that
+    include the critic (``weights(include_critic=True)``) it can also compute |TD errors| for
+    actor-side initial priorities (Ape-X).
+    """
+
+    def __init__(self, obs_dim: int, action_spec: Any, ddpg_cfg: DDPGConfig, hidden_units: int,
+                 num_layers: int, normalize: bool, seed: int | None = None,
+                 device: str = "cpu"):
+        self.cfg = ddpg_cfg
+        self.obs_dim = obs_dim
+        self.act_dim = continuous_action_size(action_spec)
+        self.device = torch.device(device)
+        self.version = -1
+        """Version of the loaded weights (-1: none loaded yet)."""
+        self.actor = Actor(obs_dim, self.act_dim, hidden_units, num_layers).to(self.device).eval()
+        self.critic: QNetwork | None = None
+        self.actor_target: Actor | None = None
+        self.critic_target: QNetwork | None = None
+        self._net_args = (obs_dim, self.act_dim, hidden_units, num_layers)
+        self.normalizer = RunningNormalizer((obs_dim,)) if normalize else None
+        self.rng = np.random.default_rng(seed)
+        self.noise: ActionNoise = make_noise(ddpg_cfg.exploration_noise, self.act_dim,
+                                             ddpg_cfg.noise_sigma * (ACTION_HIGH - ACTION_LOW) / 2,
+                                             ddpg_cfg.ou_theta, seed=self.rng.integers(2**63))
+
+    def load_weights(self, weights: dict) -> None:
+        """Loads ``DDPGLearner.weights()`` (actor, normaliser, version; critic if present)."""
+        self.actor.load_state_dict(weights["actor"])
+        if self.normalizer is not None:
+            self.normalizer.load_state_dict(weights["normalizer"])
+        if "critic" in weights:
+            if self.critic is None:
+                self.critic = QNetwork(*self._net_args).to(self.device).eval()
+                self.actor_target = Actor(*self._net_args).to(self.device).eval()
+                self.critic_target = QNetwork(*self._net_args).to(self.device).eval()
+            self.critic.load_state_dict(weights["critic"])
+            self.actor_target.load_state_dict(weights["actor_target"])
+            self.critic_target.load_state_dict(weights["critic_target"])
+        self.version = int(weights["version"])
+
+    def _obs_tensor(self, obs: np.ndarray) -> torch.Tensor:
+        obs = np.asarray(obs, np.float32)
+        if self.normalizer is not None:
+            obs = self.normalizer.normalize(obs)
+        return torch.as_tensor(obs, device=self.device)
+
+    @torch.no_grad()
+    def act(self, obs: np.ndarray, noise: bool = True,
+            agent_keys: Sequence[Hashable] | None = None) -> np.ndarray:
+        """[n, obs_dim] raw observations -> [n, act_dim] float32 actions in [-1, 1].
+
+        ``agent_keys[i]`` names row i's agent, which keeps Ornstein–Uhlenbeck noise per agent.
+        """
+        actions = self.actor(self._obs_tensor(obs)).cpu().numpy()
+        if noise:
+            actions = actions + self.noise(len(actions), agent_keys)
+        return np.clip(actions, ACTION_LOW, ACTION_HIGH).astype(np.float32)
+
+    def is_warming_up(self, agent_steps: int) -> bool:
+        """True while the run's collected agent-steps are below ``warmup_steps``."""
+        return agent_steps < self.cfg.warmup_steps
+
+    def random_actions(self, n: int) -> np.ndarray:
+        """[n, act_dim] uniform random actions in the bounds (warm-up)."""
+        return self.rng.uniform(ACTION_LOW, ACTION_HIGH, (n, self.act_dim)).astype(np.float32)
+
+    def explore(self, obs: np.ndarray, agent_steps: int,
+                agent_keys: Sequence[Hashable] | None = None) -> np.ndarray:
+        """Behaviour actions: uniform random during warm-up, then μ(s) plus noise."""
+        if self.is_warming_up(agent_steps):
+            return self.random_actions(len(obs))
+        return self.act(obs, noise=True, agent_keys=agent_keys)
+
+    def reset_noise(self, agent_keys: Sequence[Hashable] | None = None) -> None:
+        """Resets the noise state of agents whose episode ended (all when None)."""
+        self.noise.reset(agent_keys)
+
+    @torch.no_grad()
+    def td_errors(self, batch: TransitionBatch) -> np.ndarray:
+        """[n] |y − Q(s, a)| under the loaded weights: initial priorities for replay."""
+        if self.critic is None:
+            raise RuntimeError("td_errors needs weights with the critic: "
+                               "use learner.weights(include_critic=True)")
+        def tensor(x: np.ndarray) -> torch.Tensor:
+            return torch.as_tensor(np.asarray(x, np.float32), device=self.device)
+
+        b_obs, b_next_obs = self._obs_tensor(batch.obs), self._obs_tensor(batch.next_obs)
+        b_actions, b_rewards = tensor(batch.actions), tensor(batch.rewards)
+        b_terminated = tensor(batch.terminated)
+        y = td_target(b_rewards, b_terminated, b_next_obs, self.actor_target,
+                      self.critic_target, self.cfg.gamma)
+        return (y - self.critic(b_obs, b_actions)).abs().cpu().numpy()
+
+
+# -- learner -----------------------------------------------------------------------------------
+class DDPGLearner:
+    """Owns μ, Q, their targets, the optimisers and the authoritative observation normaliser."""
+
+    def __init__(self, obs_dim: int, action_spec: Any, ddpg_cfg: DDPGConfig, hidden_units: int,
+                 num_layers: int, normalize: bool, device: str = "cpu", num_threads: int = 1,
+                 seed: int | None = None):
+        self.cfg = ddpg_cfg
+        self.obs_dim = obs_dim
+        self.act_dim = continuous_action_size(action_spec)
+        self.hidden_units = hidden_units
+        self.num_layers = num_layers
+        self.device = torch.device(device)
+        set_torch_threads(num_threads)
+        with torch.random.fork_rng(devices=[]):  # seed the init without touching global RNG
+            if seed is not None:
+                torch.manual_seed(seed)
+            self.actor = Actor(obs_dim, self.act_dim, hidden_units, num_layers).to(self.device)
+            self.critic = QNetwork(obs_dim, self.act_dim, hidden_units, num_layers).to(self.device)
+        self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=ddpg_cfg.actor_lr)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=ddpg_cfg.critic_lr,
+                                                 weight_decay=ddpg_cfg.critic_weight_decay)
+        self.normalizer = RunningNormalizer((obs_dim,)) if normalize else None
+        self.updates = 0
+        """Gradient updates done (critic steps); also the weights' version."""
+        self.last_policy_loss = 0.0
+        self.td_errors = np.zeros(0, np.float32)
+        """[n] |y − Q(s, a)| of the last ``update`` batch, for ``update_priorities``."""
+
+    # -- data to tensors ---------------------------------------------------------------------
+    def _tensor(self, x: np.ndarray) -> torch.Tensor:
+        return torch.as_tensor(np.asarray(x, np.float32), device=self.device)
+
+    def _obs_tensor(self, obs: np.ndarray) -> torch.Tensor:
+        obs = np.asarray(obs, np.float32)
+        if self.normalizer is not None:
+            obs = self.normalizer.normalize(obs)
+        return self._tensor(obs)
+
+    def td_target(self, batch: TransitionBatch) -> np.ndarray:
+        """[n] TD targets y of ``batch`` under the current target networks (no update)."""
+        y = td_target(self._tensor(batch.rewards), self._tensor(batch.terminated),
+                      self._obs_tensor(batch.next_obs), self.actor_target, self.critic_target,
+                      self.cfg.gamma)
+        return y.cpu().numpy()
+
+    # -- the algorithm -----------------------------------------------------------------------
+    def update(self, batch: TransitionBatch, weights: np.ndarray | None = None) -> dict[str, float]:
+        """One gradient step on a replay batch; ``weights``: [n] PER importance weights.
+
+        Folds the batch's observations into the normaliser first (with uniform replay this
+        tracks the replay distribution).  Leaves |TD errors| in ``self.td_errors``.
+        """
+        cfg = self.cfg
+        if self.normalizer is not None:
+            self.normalizer.update(np.asarray(batch.obs, np.float64))
+        b_obs = self._obs_tensor(batch.obs)
+        b_next_obs = self._obs_tensor(batch.next_obs)
+        b_actions = self._tensor(batch.actions)
+        b_rewards = self._tensor(batch.rewards)
+        b_terminated = self._tensor(batch.terminated)
+        b_weights = None if weights is None else self._tensor(weights)
+
+        # 1. Critic: minimise (y − Q(s, a))², y = r + γ(1 − terminated)·Q'(s', μ'(s')).
+        y = td_target(b_rewards, b_terminated, b_next_obs, self.actor_target,
+                      self.critic_target, cfg.gamma)
+        q = self.critic(b_obs, b_actions)
+        td_error = y - q
+        q_loss = (td_error**2 if b_weights is None else b_weights * td_error**2).mean()
+        self.critic_optimizer.zero_grad()
+        q_loss.backward()
+        if cfg.max_grad_norm > 0:
+            nn.utils.clip_grad_norm_(self.critic.parameters(), cfg.max_grad_norm)
+        self.critic_optimizer.step()
+        self.updates += 1
+
+        if self.updates % cfg.policy_delay == 0:
+            # 2. Actor: deterministic policy gradient, maximise Q(s, μ(s)).
+            policy_loss = -self.critic(b_obs, self.actor(b_obs)).mean()
+            self.actor_optimizer.zero_grad()
+            policy_loss.backward()
+            if cfg.max_grad_norm > 0:
+                nn.utils.clip_grad_norm_(self.actor.parameters(), cfg.max_grad_norm)
+            self.actor_optimizer.step()
+            self.last_policy_loss = policy_loss.item()
+
+            # 3. Targets: θ' ← τθ + (1 − τ)θ'.
+            soft_update(self.actor_target, self.actor, cfg.tau)
+            soft_update(self.critic_target, self.critic, cfg.tau)
+
+        self.td_errors = td_error.detach().abs().cpu().numpy()
+        return {
+            "Losses/Q Loss": q_loss.item(),
+            "Losses/Policy Loss": self.last_policy_loss,
+            "Policy/Q Mean": q.detach().mean().item(),
+            "Policy/TD Error Mean": float(self.td_errors.mean()),
+        }
+
+    # -- shipping and checkpoints ------------------------------------------------------------
+    def weights(self, include_critic: bool = False) -> dict:
+        """CPU copies for actors: actor, normaliser state, version (and critic + targets)."""
+        weights: dict[str, Any] = {
+            "version": self.updates,
+            "actor": _cpu_state(self.actor),
+            "normalizer": None if self.normalizer is None else self.normalizer.state_dict(),
+        }
+        if include_critic:
+            weights["critic"] = _cpu_state(self.critic)
+            weights["actor_target"] = _cpu_state(self.actor_target)
+            weights["critic_target"] = _cpu_state(self.critic_target)
+        return weights
+
+    def make_policy(self, seed: int | None = None) -> DDPGPolicy:
+        """An actor-side policy of the same shape, loaded with the current weights."""
+        policy = DDPGPolicy(self.obs_dim, _ContinuousSpec(self.act_dim), self.cfg,
+                            self.hidden_units, self.num_layers, self.normalizer is not None,
+                            seed=seed)
+        policy.load_weights(self.weights())
+        return policy
+
+    def export_module(self) -> nn.Module:
+        """Deterministic obs -> action module on CPU with normalisation folded in (ONNX)."""
+        return ExportedActor(self.actor, self.normalizer, self.obs_dim)
+
+    def state_dict(self) -> dict:
+        """Everything to resume: networks, targets, optimisers, normaliser, counters.
+
+        A deep copy: torch's state dicts alias the live tensors (and ``Optimizer.load_state_dict``
+        keeps that aliasing), so a copy keeps a saved state from changing with later updates.
+        """
+        return copy.deepcopy({
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "actor_target": self.actor_target.state_dict(),
+            "critic_target": self.critic_target.state_dict(),
+            "actor_optimizer": self.actor_optimizer.state_dict(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "normalizer": None if self.normalizer is None else self.normalizer.state_dict(),
+            "updates": self.updates,
+            "last_policy_loss": self.last_policy_loss,
+        })
+
+    def load_state_dict(self, state: dict) -> None:
+        self.actor.load_state_dict(state["actor"])
+        self.critic.load_state_dict(state["critic"])
+        self.actor_target.load_state_dict(state["actor_target"])
+        self.critic_target.load_state_dict(state["critic_target"])
+        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
+        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        if self.normalizer is not None:
+            if state["normalizer"] is None:
+                raise ValueError("checkpoint has no normaliser but this learner normalises")
+            self.normalizer.load_state_dict(state["normalizer"])
+        self.updates = int(state["updates"])
+        self.last_policy_loss = float(state["last_policy_loss"])
+
+
+@torch.no_grad()
+def soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
+    """Polyak averaging θ' ← τθ + (1 − τ)θ' over parameters (buffers are copied)."""
+    for t, s in zip(target.parameters(), source.parameters()):
+        t.lerp_(s, tau)
+    for t, s in zip(target.buffers(), source.buffers()):
+        t.copy_(s)
+
+
+@dataclass(frozen=True)
+class _ContinuousSpec:
+    """Minimal action spec (continuous_size, discrete_branches) for policies built from a learner."""
+
+    continuous_size: int
+    discrete_branches: tuple[int, ...] = ()
