@@ -87,8 +87,8 @@ def main() -> None:
     for n in args.builds:
         raw, vec = [], []
         for _ in range(args.repeats):
-            raw.append(raw_loop(n, args.seconds, find_free_port_block(n, 31000)))
-            vec.append(vec_env_loop(n, args.seconds, find_free_port_block(n, 31000)))
+            raw.append(raw_loop(n, args.seconds, find_free_port_block(n, 31000 + os.getpid() % 5000)))
+            vec.append(vec_env_loop(n, args.seconds, find_free_port_block(n, 31000 + os.getpid() % 5000)))
         rows.append({"builds": n, "raw_agent_steps_per_s": statistics.median(raw),
                      "vec_env_agent_steps_per_s": statistics.median(vec),
                      "ratio": statistics.median(vec) / statistics.median(raw),

@@ -27,7 +27,7 @@ from mlagents_envs.side_channel.environment_parameters_channel import (
 )
 
 from unity_rl.envs.communicator import UnityBuild
-from unity_rl.envs.ports import check_port_free
+from unity_rl.envs.ports import acquire_port_lock, check_port_free
 
 logger = logging.getLogger(__name__)
 
@@ -145,6 +145,18 @@ def launch_build(settings: LaunchSettings, build: int, seed: int) -> UnityBuild:
     executable = resolve_env_path(settings.env_path)
     worker_id = settings.worker_id_start + build
     port = settings.base_port + worker_id
+    port_lock = acquire_port_lock(port)
+    try:
+        env = _start(settings, executable, build, worker_id, port, seed)
+    except BaseException:
+        port_lock.release()
+        raise
+    env.port_lock = port_lock
+    return env
+
+
+def _start(settings: LaunchSettings, executable: str, build: int, worker_id: int, port: int,
+           seed: int) -> UnityBuild:
     check_port_free(port, build=build)
     if settings.log_dir is not None:
         Path(settings.log_dir).mkdir(parents=True, exist_ok=True)
@@ -190,6 +202,9 @@ def stop_build(env: UnityBuild, grace_s: float = 5.0) -> None:
         logger.debug("closing build pid %s raised %r; killing it", pid, err)
     if pid is not None:
         kill_process_tree(pid)
+    lock = getattr(env, "port_lock", None)
+    if lock is not None:
+        lock.release()
 
 
 def kill_process_tree(pid: int) -> None:

@@ -6,8 +6,11 @@ and benchmarks that must not collide with other runs on the same machine.
 from __future__ import annotations
 
 import socket
+import tempfile
+from pathlib import Path
 
 import psutil
+from filelock import FileLock, Timeout
 
 
 class PortInUseError(RuntimeError):
@@ -58,11 +61,47 @@ def check_port_free(port: int, *, build: int) -> None:
     )
 
 
+def _port_lock(port: int) -> FileLock:
+    # not thread-local: builds are launched from worker threads and stopped from the main one
+    return FileLock(str(Path(tempfile.gettempdir()) / f"unity_rl-port-{port}.lock"),
+                    thread_local=False)
+
+
+def is_port_claimed(port: int) -> bool:
+    """True when another unity_rl run holds the lock of ``port`` (see acquire_port_lock)."""
+    lock = _port_lock(port)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return True
+    lock.release()
+    return False
+
+
+def acquire_port_lock(port: int) -> FileLock:
+    """Claims ``port`` for this process until the lock is released.
+
+    gRPC servers bind with SO_REUSEPORT, so two runs that check a port at the same moment could
+    both bind it and receive each other's builds. An exclusive lock file per port (in the temp
+    folder, released by the OS if the process dies) closes that race between unity_rl runs.
+    """
+    lock = _port_lock(port)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise PortInUseError(
+            f"Port {port} is claimed by another unity_rl run on this machine (lock file "
+            f"{lock.lock_file}). Use another --base-port for one of the runs."
+        ) from None
+    return lock
+
+
 def find_free_port_block(count: int, start: int = 20000, stop: int = 60000) -> int:
     """First port p >= start such that p..p+count-1 are all free right now."""
     port = start
     while port + count <= stop:
-        taken = next((p for p in range(port, port + count) if not is_port_free(p)), None)
+        taken = next((p for p in range(port, port + count)
+                      if not is_port_free(p) or is_port_claimed(p)), None)
         if taken is None:
             return port
         port = taken + 1
