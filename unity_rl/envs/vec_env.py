@@ -131,8 +131,9 @@ class UnityVecEnv(VectorEnv):
 
     # -- gymnasium API ----------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        if seed is not None and seed != self.builds.seed:
-            self.builds.relaunch_all(seed)  # ML-Agents takes the seed only at launch
+        fresh_with_seed = self._pending_first is not None and seed == self.builds.seed
+        if seed is not None and not fresh_with_seed:
+            self.builds.relaunch_all(seed)  # ML-Agents takes a seed only at launch
             self._pending_first = None
         outputs = self._pending_first or self.builds.reset()
         self._pending_first = None
