@@ -1,0 +1,634 @@
+"""The ``unity-rl`` command, in mlagents-learn's habits.
+
+    unity-rl train [CONFIG.yaml] --env PATH [--run-id ID] [--resume | --force] ...
+    unity-rl evaluate --run-id ID [--episodes N]      (or --checkpoint PATH)
+    unity-rl export --run-id ID [--output PATH]
+    unity-rl random --env PATH [--num-envs N] [--steps N]
+
+Thin on purpose: parse the flags, load the YAML and apply the flags over it (flags win; a flag
+not given leaves the YAML's value), prepare the run folder, call into the package.
+
+Errors a user can fix (a bad config key, a wrong --env path, a taken port, an existing run
+folder, no checkpoint to resume) print one line ``unity-rl: error: ...`` on stderr and exit 1,
+without a traceback. Ctrl-C and SIGTERM stop the same way: the trainer writes a final checkpoint
+and closes every build; the command then exits 130.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import logging
+import math
+import os
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+DEFAULT_CONFIG = "configs/ppo/3dball.yaml"
+DEFAULT_ENV = "unity_builds/3DBall"
+CONFIG_FILE = "configuration.yaml"
+RUN_MARKERS = (CONFIG_FILE, "checkpoints", "progress.csv")
+"""What makes a folder a unity-rl run folder (and safe for --force to wipe)."""
+
+
+
+class CliError(Exception):
+    """A problem the user can fix; printed as one line, exit code 1."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Locating the bundled config and stand-in build
+# ----------------------------------------------------------------------------------------------
+
+def repo_root() -> Path:
+    """The checkout this package runs from (its parent folder)."""
+    return Path(__file__).resolve().parent.parent
+
+
+def _bases() -> list[Path]:
+    return list(dict.fromkeys([repo_root(), Path.cwd()]))
+
+
+def default_config_path() -> Path:
+    """configs/ppo/3dball.yaml next to the package, else in the current folder."""
+    for base in _bases():
+        candidate = base / DEFAULT_CONFIG
+        if candidate.is_file():
+            return candidate
+    raise CliError(f"No CONFIG given and the default '{DEFAULT_CONFIG}' was not found (looked in "
+                   f"{', '.join(str(b) for b in _bases())}). Pass a trainer config YAML.")
+
+
+def default_env_path() -> str:
+    """The bundled 3DBall stand-in build, next to the package or in the current folder."""
+    from unity_rl.envs.launcher import BuildLaunchError, resolve_env_path
+
+    for base in _bases():
+        try:
+            return resolve_env_path(str(base / DEFAULT_ENV))
+        except BuildLaunchError:
+            continue
+    raise CliError(f"No --env given and the bundled stand-in '{DEFAULT_ENV}' was not found "
+                   f"(looked in {', '.join(str(b) for b in _bases())}). Pass --env with the "
+                   f"path to your Unity build.")
+
+
+# ----------------------------------------------------------------------------------------------
+# Flags
+# ----------------------------------------------------------------------------------------------
+
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    return argparse.HelpFormatter(prog, max_help_position=38, width=120)
+
+
+def _add_build_flags(p: argparse.ArgumentParser,
+                     env_default: str = "the bundled 3DBall stand-in") -> None:
+    """--env/--num-envs/--base-port/... shared by train, evaluate and random."""
+    p.add_argument("--env", metavar="PATH", dest="env_path",
+                   help=f"Unity build executable (.x86_64 optional); default: {env_default}")
+    p.add_argument("--num-envs", type=int, metavar="N",
+                   help="Unity builds to run (split over --num-actors when training; default 1)")
+    p.add_argument("--base-port", type=int, metavar="P",
+                   help="gRPC port of the first build; build i uses P+i (default 5005)")
+    p.add_argument("--time-scale", type=float, metavar="X",
+                   help="Unity time scale sent to the builds (default 20)")
+    p.add_argument("--timeout-wait", type=int, metavar="S",
+                   help="seconds to wait for a build to connect or answer (default 60)")
+    p.add_argument("--seed", type=int, metavar="S", help="random seed (-1 draws one; default -1)")
+    p.add_argument("--graphics", action=argparse.BooleanOptionalAction, default=None,
+                   help="run builds with or without rendering (--no-graphics: -nographics -batchmode)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="unity-rl", formatter_class=_formatter,
+        description="Train, evaluate and export policies for Unity ML-Agents builds.")
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    train = sub.add_parser(
+        "train", formatter_class=_formatter, help="train a policy (as mlagents-learn)",
+        description="Train a policy on a Unity build. Flags override the config file; results "
+                    "go to RESULTS_DIR/RUN_ID (TensorBoard events, progress.csv, checkpoints, "
+                    "the final .onnx).")
+    train.add_argument("config", nargs="?", metavar="CONFIG.yaml",
+                       help=f"trainer config in ML-Agents' YAML format (default {DEFAULT_CONFIG}; "
+                            f"with --resume, the run's own {CONFIG_FILE})")
+    _add_build_flags(train)
+    train.add_argument("--run-id", metavar="ID", help="name of the run folder under --results-dir (default ppo)")
+    group = train.add_mutually_exclusive_group()
+    group.add_argument("--resume", action="store_true", default=None,
+                       help="continue the run from its latest checkpoint (model, optimiser, steps, RNG)")
+    group.add_argument("--force", action="store_true", default=None,
+                       help="delete an existing run folder of the same --run-id and start afresh")
+    train.add_argument("--results-dir", metavar="DIR", help="folder that holds run folders (default results)")
+    train.add_argument("--max-steps", type=int, metavar="N", help="agent-steps to train for (overrides max_steps)")
+    train.add_argument("--behavior", metavar="NAME",
+                       help="behavior to train when the build has several (default: the only one)")
+    train.add_argument("--mode", choices=("sync", "async"),
+                       help="sync: learner waits for every actor; async: actors never wait (default sync)")
+    train.add_argument("--num-actors", type=int, metavar="K",
+                       help="actor processes; the --num-envs builds are split over them (default 1)")
+    train.add_argument("--backend", choices=("local", "ray"), help="where actors run: local processes or Ray (default local)")
+    train.add_argument("--ray-address", metavar="ADDR", help="address of an existing Ray cluster (with --backend ray)")
+    train.add_argument("--torch-device", metavar="D", help="learner device: cpu, cuda, cuda:N or mps (default: cuda if available)")
+    train.add_argument("--max-lifetime-restarts", type=int, metavar="N",
+                       help="restarts of crashed builds allowed over the run, -1 unlimited (default 10)")
+    train.add_argument("--restarts-rate-limit-n", type=int, metavar="N",
+                       help="at most N restarts per rate-limit period, -1 no limit (default 1)")
+    train.add_argument("--restarts-rate-limit-period-s", type=int, metavar="S",
+                       help="length of the restart rate-limit period in seconds (default 60)")
+    train.add_argument("--debug", action="store_true", default=None, help="verbose logging")
+    train.add_argument("--env-args", nargs=argparse.REMAINDER, metavar="...",
+                       help="the rest of the line is passed to every build (put it last)")
+    train.set_defaults(handler=cmd_train)
+
+    evaluate = sub.add_parser(
+        "evaluate", formatter_class=_formatter, help="run a trained policy deterministically",
+        description="Run a trained policy deterministically on a build and print its mean return.")
+    source = evaluate.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run-id", metavar="ID", help="evaluate the latest checkpoint of this run")
+    source.add_argument("--checkpoint", metavar="PATH", help="evaluate this checkpoint file")
+    evaluate.add_argument("--results-dir", metavar="DIR", default="results",
+                          help="folder that holds run folders (default results)")
+    evaluate.add_argument("--episodes", type=int, default=10, metavar="N",
+                          help="finished episodes to average over (default 10)")
+    _add_build_flags(evaluate, env_default="the run's build, else the bundled 3DBall stand-in")
+    evaluate.add_argument("--behavior", metavar="NAME", help="behavior to control (default: the trained one)")
+    evaluate.set_defaults(handler=cmd_evaluate)
+
+    export = sub.add_parser(
+        "export", formatter_class=_formatter, help="write the ONNX model of a run for Unity",
+        description="Export the latest checkpoint of a run as an ONNX model for Unity's inference.")
+    source = export.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run-id", metavar="ID", help="export the latest checkpoint of this run")
+    source.add_argument("--checkpoint", metavar="PATH", help="export this checkpoint file")
+    export.add_argument("--results-dir", metavar="DIR", default="results",
+                        help="folder that holds run folders (default results)")
+    export.add_argument("--output", metavar="PATH", help="ONNX file to write (default RUN_DIR/<behavior>.onnx)")
+    export.set_defaults(handler=cmd_export)
+
+    rand = sub.add_parser(
+        "random", formatter_class=_formatter, help="drive a build with random actions (smoke test)",
+        description="Drive a build with random actions through UnityVecEnv and print agent-steps/s "
+                    "and episode returns.")
+    _add_build_flags(rand)
+    rand.add_argument("--steps", type=int, default=5000, metavar="N", help="agent-steps to run (default 5000)")
+    rand.add_argument("--behavior", metavar="NAME", help="behavior to drive (default: the only one)")
+    rand.set_defaults(handler=cmd_random)
+    return parser
+
+
+def _version() -> str:
+    from unity_rl import __version__
+    return f"unity-rl {__version__}"
+
+
+# ----------------------------------------------------------------------------------------------
+# train
+# ----------------------------------------------------------------------------------------------
+
+def run_dir_state(run_dir: Path) -> tuple[bool, bool]:
+    """(has a run in it: config or checkpoint, has a loadable checkpoint)."""
+    from unity_rl.checkpoint import CheckpointManager
+
+    has_checkpoint = CheckpointManager(run_dir).latest() is not None
+    has_run = has_checkpoint or (run_dir / CONFIG_FILE).is_file()
+    return has_run, has_checkpoint
+
+
+def prepare_run_dir(run_dir: Path, *, resume: bool, force: bool) -> None:
+    """Applies mlagents-learn's rules for an existing run folder; raises CliError."""
+    has_run, has_checkpoint = run_dir_state(run_dir)
+    run_id = run_dir.name
+    if resume:
+        if not has_checkpoint:
+            raise CliError(f"Cannot --resume run '{run_id}': there is no checkpoint in "
+                           f"'{run_dir / 'checkpoints'}'. Start it without --resume (add --force "
+                           f"to overwrite what is in '{run_dir}').")
+        return
+    if has_run and not force:
+        raise CliError(f"Run '{run_id}' already exists in '{run_dir}'. Pass --resume to continue "
+                       f"it, or --force to overwrite it (or choose another --run-id).")
+    if force and run_dir.exists():
+        entries = list(run_dir.iterdir()) if run_dir.is_dir() else [run_dir]
+        if entries and not any((run_dir / m).exists() for m in RUN_MARKERS):
+            raise CliError(f"--force would delete '{run_dir}', which does not look like a unity-rl "
+                           f"run folder (no {', '.join(RUN_MARKERS)}). Remove it yourself or pick "
+                           f"another --run-id/--results-dir.")
+        shutil.rmtree(run_dir)
+
+
+def _train_overrides(args: argparse.Namespace, env_path: str | None) -> dict[str, Any]:
+    """The flags given, as apply_overrides' keywords (None = not given)."""
+    no_graphics = None if args.graphics is None else not args.graphics
+    values = {
+        "env": env_path, "num_envs": args.num_envs, "base_port": args.base_port,
+        "seed": args.seed, "timeout_wait": args.timeout_wait, "time_scale": args.time_scale,
+        "no_graphics": no_graphics,
+        "env_args": None if args.env_args is None else tuple(args.env_args),
+        "max_lifetime_restarts": args.max_lifetime_restarts,
+        "restarts_rate_limit_n": args.restarts_rate_limit_n,
+        "restarts_rate_limit_period_s": args.restarts_rate_limit_period_s,
+        "run_id": args.run_id, "results_dir": args.results_dir,
+        "torch_device": args.torch_device, "debug": args.debug,
+        "mode": args.mode, "num_actors": args.num_actors, "backend": args.backend,
+        "ray_address": args.ray_address, "max_steps": args.max_steps, "behavior": args.behavior,
+    }
+    if args.resume:
+        values.update(resume=True, force=False)
+    elif args.force:
+        values.update(force=True, resume=False)
+    return values
+
+
+def resolve_train_config(args: argparse.Namespace):
+    """Loads the YAML and applies the flags; returns (cfg, run_dir, resume)."""
+    from unity_rl import config as config_mod
+
+    config_path = args.config
+    if config_path is None and args.resume:
+        candidate = Path(args.results_dir or "results") / (args.run_id or "ppo") / CONFIG_FILE
+        if candidate.is_file():
+            config_path = str(candidate)
+    cfg = config_mod.load_config(config_path or default_config_path())
+
+    env_path = args.env_path
+    if env_path is not None:
+        from unity_rl.envs.launcher import resolve_env_path
+        env_path = resolve_env_path(env_path)  # BuildLaunchError names what is wrong
+    values = _train_overrides(args, env_path)
+    cfg = apply_cli_overrides(cfg, values)
+    if cfg.env_settings.env_path is None:
+        cfg = config_mod.apply_overrides(cfg, env=default_env_path())
+    else:
+        from unity_rl.envs.launcher import resolve_env_path
+        resolve_env_path(cfg.env_settings.env_path)  # a YAML env_path must exist too
+    run_dir = Path(cfg.checkpoint_settings.results_dir) / cfg.checkpoint_settings.run_id
+    return cfg, run_dir, bool(cfg.checkpoint_settings.resume)
+
+
+def apply_cli_overrides(cfg, values: dict[str, Any]):
+    """config.apply_overrides for the flags it knows; --max-steps and --behavior by hand when
+    the config module has no keyword for them."""
+    from unity_rl import config as config_mod
+
+    known = {k: v for k, v in values.items() if k in config_mod.OVERRIDES}
+    cfg = config_mod.apply_overrides(cfg, **known)
+    if values.get("max_steps") is not None and "max_steps" not in config_mod.OVERRIDES:
+        cfg = _with_max_steps(cfg, int(values["max_steps"]))
+    if values.get("behavior") is not None and "behavior" not in config_mod.OVERRIDES:
+        cfg = _with_behavior(cfg, values["behavior"])
+    return cfg
+
+
+def _with_max_steps(cfg, max_steps: int):
+    from unity_rl.config import ConfigError
+
+    if max_steps < 1:
+        raise ConfigError("command line", None, "--max-steps", f"must be an int >= 1, got {max_steps}")
+    behaviors = {name: dataclasses.replace(b, max_steps=max_steps) for name, b in cfg.behaviors.items()}
+    default = cfg.default_settings
+    if default is not None:
+        default = dataclasses.replace(default, max_steps=max_steps)
+    return dataclasses.replace(cfg, behaviors=behaviors, default_settings=default)
+
+
+def _with_behavior(cfg, name: str):
+    """Keeps only the settings of behavior ``name`` (so the trainer trains that one)."""
+    from unity_rl.config import select_behavior
+
+    settings = select_behavior(cfg, name)  # ConfigError when the config has none for it
+    return dataclasses.replace(cfg, behaviors={name.split("?", 1)[0]: settings})
+
+
+def _check_ports(cfg) -> None:
+    """Fails early, naming the owner, when a port the builds need is taken."""
+    from unity_rl.envs.ports import check_port_free
+
+    env = cfg.env_settings
+    for i in range(env.num_envs):  # build i of the run listens on base_port + i
+        check_port_free(env.base_port + i, build=i)
+
+
+def write_run_config(cfg, run_dir: Path) -> Path:
+    """Writes the resolved config as RUN_DIR/configuration.yaml (atomically), without the
+    one-off resume/force flags so that the file can be reused as it is."""
+    from unity_rl.checkpoint import atomic_write
+    from unity_rl.config import config_to_yaml
+
+    clean = dataclasses.replace(cfg, checkpoint_settings=dataclasses.replace(
+        cfg.checkpoint_settings, resume=False, force=False))
+    text = config_to_yaml(clean).encode("utf-8")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / CONFIG_FILE
+    atomic_write(path, lambda f: f.write(text))
+    return path
+
+
+def _check_layout(cfg) -> None:
+    """The trainer's own checks of the config (one behavior, builds per actor), up front, so
+    that they read as one-line errors before anything starts."""
+    from unity_rl.runtime.trainer import split_builds, training_behavior
+
+    try:
+        training_behavior(cfg)
+        split_builds(cfg.env_settings.num_envs, cfg.unity_rl.num_actors)
+    except ValueError as err:
+        raise CliError(str(err)) from None
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    cfg, run_dir, resume = resolve_train_config(args)
+    _setup_logging(cfg.debug)
+    _check_layout(cfg)
+    _check_ports(cfg)  # before --force wipes anything
+    prepare_run_dir(run_dir, resume=resume, force=bool(cfg.checkpoint_settings.force))
+    write_run_config(cfg, run_dir)
+    from unity_rl.runtime.trainer import train
+
+    result = train(cfg, run_dir, resume=resume)
+    _print_train_result(result, run_dir)
+    return 130 if result.interrupted else 0
+
+
+def _print_train_result(result: Any, run_dir: Path) -> None:
+    """One closing line: where things are and how far the run got."""
+    status = "Interrupted" if result.interrupted else "Finished"
+    parts = [f"{status} after {result.agent_steps} agent-steps in {result.wall_seconds:.1f} s",
+             f"{result.episodes} episodes"]
+    if math.isfinite(result.mean_return):
+        parts.append(f"mean return (last 100 episodes) {result.mean_return:.3f}")
+    parts.append(f"run folder {run_dir}")
+    if result.policy_path is not None:
+        parts.append(f"policy {result.policy_path}")
+    print("[INFO] " + ". ".join(parts) + ".", flush=True)
+    if result.interrupted:
+        print(f"[INFO] Continue with: unity-rl train --resume --run-id {run_dir.name} "
+              f"--results-dir {run_dir.parent}", flush=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# evaluate / export
+# ----------------------------------------------------------------------------------------------
+
+def _checkpoint_source(args: argparse.Namespace) -> tuple[Path, Path | None]:
+    """(checkpoint file, run folder or None) from --run-id/--results-dir or --checkpoint."""
+    from unity_rl.checkpoint import CheckpointManager
+
+    if args.checkpoint:
+        path = Path(args.checkpoint)
+        if not path.is_file():
+            raise CliError(f"Checkpoint '{path}' does not exist.")
+        if path.parent.name == "checkpoints":
+            return path, path.parent.parent
+        return path, path.parent if (path.parent / CONFIG_FILE).is_file() else None
+    run_dir = Path(args.results_dir) / args.run_id
+    if not run_dir.is_dir():
+        raise CliError(f"No run '{args.run_id}' in '{args.results_dir}' (no folder '{run_dir}'). "
+                       f"Check --run-id and --results-dir.")
+    latest = CheckpointManager(run_dir).latest()
+    if latest is None:
+        raise CliError(f"Run '{args.run_id}' has no checkpoint yet (looked in "
+                       f"'{run_dir / 'checkpoints'}').")
+    return latest, run_dir
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from unity_rl.export import export_checkpoint
+
+    checkpoint, run_dir = _checkpoint_source(args)
+    output = Path(args.output) if args.output else None
+    path = export_checkpoint(checkpoint, output, run_dir=run_dir)
+    print(f"[INFO] Exported {checkpoint} to {path}", flush=True)
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from unity_rl.export import load_policy
+
+    if args.episodes < 1:
+        raise CliError(f"--episodes must be >= 1, got {args.episodes}")
+    checkpoint, run_dir = _checkpoint_source(args)
+    policy = load_policy(checkpoint, run_dir=run_dir)
+    run_cfg = _run_config(run_dir)
+    env_path = args.env_path or (run_cfg.env_settings.env_path if run_cfg else None) or default_env_path()
+    from unity_rl.envs.launcher import resolve_env_path
+    env_path = resolve_env_path(env_path)
+    env = _open_vec_env(args, env_path, run_cfg, behavior=args.behavior or policy.behavior_name)
+    try:
+        returns = evaluate_policy(env, policy.module, args.episodes)
+    finally:
+        env.close()
+    mean, std = float(sum(returns) / len(returns)), _std(returns)
+    print(f"[INFO] {_short(env.behavior_name)}: mean return {mean:.3f} (std {std:.3f}) over "
+          f"{len(returns)} episodes, deterministic policy from {checkpoint}.", flush=True)
+    return 0
+
+
+def _run_config(run_dir: Path | None):
+    """The run's configuration.yaml, or None."""
+    if run_dir is None or not (run_dir / CONFIG_FILE).is_file():
+        return None
+    from unity_rl.config import load_config
+    return load_config(run_dir / CONFIG_FILE)
+
+
+def _open_vec_env(args: argparse.Namespace, env_path: str, run_cfg, behavior: str | None):
+    """UnityVecEnv with the flags given, else the run's settings, else mlagents-learn's defaults."""
+    from unity_rl.envs.vec_env import UnityVecEnv
+
+    env_cfg = run_cfg.env_settings if run_cfg else None
+    engine = run_cfg.engine_settings if run_cfg else None
+
+    def pick(flag, from_cfg, default):
+        if flag is not None:
+            return flag
+        return from_cfg if from_cfg is not None else default
+
+    seed = pick(args.seed, env_cfg.seed if env_cfg else None, 0)
+    no_graphics = None if args.graphics is None else not args.graphics
+    return UnityVecEnv(
+        env_path,
+        num_builds=pick(args.num_envs, None, 1),
+        base_port=pick(args.base_port, env_cfg.base_port if env_cfg else None, 5005),
+        no_graphics=pick(no_graphics, engine.no_graphics if engine else None, True),
+        time_scale=pick(args.time_scale, engine.time_scale if engine else None, 20.0),
+        env_args=tuple((env_cfg.env_args or ()) if env_cfg else ()),
+        seed=max(0, int(seed)),
+        timeout_wait=float(pick(args.timeout_wait, env_cfg.timeout_wait if env_cfg else None, 60)),
+        behavior_name=behavior,
+    )
+
+
+def _flat(obs) -> Any:
+    """A UnityVecEnv observation -> [n, obs_dim] float32 (observations side by side)."""
+    import numpy as np
+
+    if isinstance(obs, dict):
+        parts = [np.asarray(v, np.float32).reshape(len(v), -1) for v in obs.values()]
+        return np.concatenate(parts, axis=1)
+    return np.asarray(obs, np.float32).reshape(len(obs), -1)
+
+
+def finished_episodes(infos: dict) -> list[tuple[int, float]]:
+    """(slot, return) of the episodes a UnityVecEnv step ended (SAME_STEP autoreset infos)."""
+    import numpy as np
+
+    mask = infos.get("_final_info")
+    if mask is None or not np.any(mask):
+        return []
+    returns = np.asarray(infos["final_info"]["episode"]["r"])
+    return [(int(slot), float(returns[slot])) for slot in np.flatnonzero(mask)]
+
+
+def evaluate_policy(env, module, episodes: int) -> list[float]:
+    """Runs ``module`` (obs[, masks] -> action) on ``env``; returns ``episodes`` returns.
+
+    Taking the first N episodes to end would favour short (often failed) episodes when many
+    agents play at once; instead every slot plays ceil(N / slots) episodes and the first ones of
+    each slot are kept.
+    """
+    import numpy as np
+    import torch
+
+    per_slot = -(-episodes // env.num_envs)
+    done: list[list[float]] = [[] for _ in range(env.num_envs)]
+    obs, infos = env.reset()
+    with torch.no_grad():
+        while min(len(d) for d in done) < per_slot:
+            x = torch.from_numpy(_flat(obs))
+            if "action_mask" in infos:
+                masks = torch.from_numpy(np.asarray(infos["action_mask"], np.float32))
+                actions = module(x, masks)
+            else:
+                actions = module(x)
+            obs, _, _, _, infos = env.step(actions.numpy())
+            for slot, ret in finished_episodes(infos):
+                done[slot].append(ret)
+    rounds = [[d[i] for d in done] for i in range(per_slot)]
+    return [r for round_ in rounds for r in round_][:episodes]
+
+
+def _short(behavior_name: str) -> str:
+    return behavior_name.split("?", 1)[0]
+
+
+def _std(values: Sequence[float]) -> float:
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+
+
+# ----------------------------------------------------------------------------------------------
+# random
+# ----------------------------------------------------------------------------------------------
+
+def cmd_random(args: argparse.Namespace) -> int:
+    from unity_rl.envs.launcher import resolve_env_path
+
+    env_path = resolve_env_path(args.env_path) if args.env_path else default_env_path()
+    env = _open_vec_env(args, env_path, None, behavior=args.behavior)
+    try:
+        env.action_space.seed(max(0, args.seed if args.seed is not None else 0))
+        env.reset()
+        returns: list[float] = []
+        agent_steps = 0
+        start = time.perf_counter()
+        while agent_steps < args.steps:
+            _, _, _, _, infos = env.step(env.action_space.sample())
+            agent_steps += env.num_envs
+            returns.extend(ret for _, ret in finished_episodes(infos))
+        elapsed = time.perf_counter() - start
+    finally:
+        env.close()
+    print(f"[INFO] {_short(env.behavior_name)}: {agent_steps} agent-steps in {elapsed:.2f} s = "
+          f"{agent_steps / elapsed:,.0f} agent-steps/s ({env.num_envs} agents).", flush=True)
+    if returns:
+        print(f"[INFO] {len(returns)} episodes: mean return {sum(returns) / len(returns):.3f}, "
+              f"min {min(returns):.3f}, max {max(returns):.3f}.", flush=True)
+    else:
+        print("[INFO] No episode finished.", flush=True)
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------
+# main
+# ----------------------------------------------------------------------------------------------
+
+class _ConsoleHandler(logging.StreamHandler):
+    """Log lines on stderr; on a terminal, first erases the live progress line that
+    MetricsWriter redraws on stdout, so that the two never share a line."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            if sys.stdout.isatty():
+                sys.stdout.write("\r\033[K")
+                sys.stdout.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+        super().emit(record)
+
+
+def _setup_logging(debug: bool) -> None:
+    handler = _ConsoleHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("[%(levelname)s] %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if debug else logging.INFO, handlers=[handler])
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """Exception types whose message is the whole story (no traceback)."""
+    from unity_rl.checkpoint import CheckpointError
+    from unity_rl.config import ConfigError
+    from unity_rl.envs.behavior import BehaviorNotFoundError
+    from unity_rl.envs.launcher import BuildFailedError, BuildLaunchError
+    from unity_rl.envs.ports import PortInUseError
+
+    errors: list[type[BaseException]] = [CliError, ConfigError, BuildLaunchError, BuildFailedError,
+                                         PortInUseError, CheckpointError, BehaviorNotFoundError]
+    try:
+        from unity_rl.runtime.messages import ActorFailedError
+        errors.append(ActorFailedError)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+@contextlib.contextmanager
+def sigterm_as_keyboard_interrupt():
+    """Inside, SIGTERM raises KeyboardInterrupt in the main thread, as Ctrl-C does, so both take
+    the same clean stop (the trainer installs the same conversion while it trains)."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        with sigterm_as_keyboard_interrupt():
+            return int(args.handler(args) or 0)
+    except KeyboardInterrupt:
+        print("unity-rl: interrupted.", file=sys.stderr, flush=True)
+        return 130
+    except _user_errors() as err:
+        print(f"unity-rl: error: {err}", file=sys.stderr, flush=True)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,270 @@
+"""ONNX export of a trained policy in the layout Unity's ML-Agents inference expects.
+
+The names, order and shapes follow ML-Agents' own exporter (Unity-Technologies/ml-agents,
+``ml-agents/mlagents/trainers/torch_entities/model_serialization.py``: ``TensorNames`` and
+``ModelSerializer``; outputs as in ``SimpleActor.forward`` / ``ActionModel.get_action_out``),
+so that a ``.onnx`` written here drops into a Behavior Parameters component (Barracuda in
+ML-Agents 2.x, Sentis in 3.x) like one written by ``mlagents-learn``:
+
+- inputs: ``obs_0 .. obs_{n-1}``, one per observation of the BehaviorSpec, [batch, size] for
+  vector observations and NCHW ([batch, C, H, W]) for visual ones; ``action_masks`` [batch,
+  sum(branches)] float (1 = allowed) for discrete behaviors only. The batch axis is dynamic.
+- outputs, in this order: ``version_number`` (3, ML-Agents' model API 2.0), ``memory_size`` (0:
+  no recurrent memory); for continuous actions ``continuous_actions`` [batch, A],
+  ``continuous_action_output_shape`` ([A]), ``deterministic_continuous_actions`` [batch, A];
+  for discrete branches ``discrete_actions`` [batch, B] (int64 indices, as ML-Agents'
+  ``torch.multinomial``/``argmax`` give), ``discrete_action_output_shape`` ([[b_1, .., b_B]]),
+  ``deterministic_discrete_actions`` [batch, B]. The shape/version outputs are constants
+  (initializers), as in ML-Agents.
+- the exported policy is deterministic: the ``module`` given here maps observations to the
+  action to take (normalisation folded in), so ``continuous_actions`` equals
+  ``deterministic_continuous_actions`` (same for discrete). Unity behaves the same whether or not
+  "Deterministic Inference" is ticked.
+
+Visual observations (3-D, channels-first as mlagents-envs 1.1.0 reports them) are declared
+NCHW as Unity feeds them, in [0, 1]; the graph turns them back into what the trainers saw
+(uint8-valued, flattened) before ``module``.
+
+``module`` contract (what ``PPOLearner.export_module()`` / ``DDPGLearner.export_module()``
+return): ``module(obs)`` -> float actions [batch, A] already in Unity's range (clipped to
+[-1, 1]) for continuous behaviors; ``module(obs, action_masks)`` -> int64 [batch, B] for discrete
+ones; ``(continuous, discrete)`` for hybrid ones. ``obs`` is the concatenation of the vector
+observations in BehaviorSpec order (what the trainers see); with several observations, the
+exported graph concatenates ``obs_0 .. obs_{n-1}`` itself.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+from torch import nn
+
+MODEL_EXPORT_VERSION = 3
+"""ML-Agents' ``MODEL_EXPORT_VERSION`` (ModelApiVersion.MLAgents2_0)."""
+DEFAULT_OPSET = 13
+"""ONNX opset: accepted by Barracuda's and Sentis' importers (ML-Agents itself uses 9)."""
+
+
+class TensorNames:
+    """The tensor names Unity looks up (ML-Agents ``TensorNames``)."""
+
+    observation_prefix = "obs_"
+    action_mask = "action_masks"
+    version_number = "version_number"
+    memory_size = "memory_size"
+    continuous_actions = "continuous_actions"
+    continuous_action_output_shape = "continuous_action_output_shape"
+    deterministic_continuous_actions = "deterministic_continuous_actions"
+    discrete_actions = "discrete_actions"
+    discrete_action_output_shape = "discrete_action_output_shape"
+    deterministic_discrete_actions = "deterministic_discrete_actions"
+
+    @staticmethod
+    def observation(index: int) -> str:
+        return f"{TensorNames.observation_prefix}{index}"
+
+
+def onnx_obs_shape(shape: Sequence[int]) -> tuple[int, ...]:
+    """ONNX input shape (without batch) of an observation of BehaviorSpec shape ``shape``.
+
+    mlagents-envs 1.1.0 reports visual observations channels-first (C, H, W), which is already
+    the NCHW layout Unity's inference feeds (ML-Agents' own ``_get_onnx_shape`` swaps from the
+    channels-last shapes older releases reported); vector shapes are unchanged.
+    """
+    return tuple(int(s) for s in shape)
+
+
+def _obs_shapes(obs_dim: Any) -> list[tuple[int, ...]]:
+    """``obs_dim`` as a list of per-observation shapes (BehaviorSpec order and layout)."""
+    if isinstance(obs_dim, int):
+        return [(obs_dim,)]
+    items = list(obs_dim)
+    if items and all(isinstance(i, int) for i in items):
+        return [(i,) for i in items]  # several vector observations, by size
+    return [tuple(int(s) for s in shape) for shape in items]
+
+
+class UnityPolicy(nn.Module):
+    """Wraps ``module`` with ML-Agents' inputs and outputs (see the module docstring)."""
+
+    def __init__(self, module: nn.Module, obs_shapes: Sequence[tuple[int, ...]],
+                 continuous_size: int, discrete_branches: Sequence[int]):
+        super().__init__()
+        self.policy = module
+        self.num_obs = len(obs_shapes)
+        self.continuous_size = int(continuous_size)
+        self.discrete_branches = tuple(int(b) for b in discrete_branches)
+        f32 = torch.float32
+        self.register_buffer("version_number", torch.tensor([MODEL_EXPORT_VERSION], dtype=f32))
+        self.register_buffer("memory_size_vector", torch.tensor([0], dtype=f32))
+        self.register_buffer("continuous_act_size_vector",
+                             torch.tensor([self.continuous_size], dtype=f32))
+        self.register_buffer("discrete_act_size_vector",
+                             torch.tensor([list(self.discrete_branches)], dtype=f32))
+
+    def forward(self, *inputs: torch.Tensor):
+        observations = []
+        for o in inputs[:self.num_obs]:
+            if o.dim() == 4:
+                # Unity feeds visual observations NCHW in [0, 1]; the trainers saw them as uint8
+                # values (UnityVecEnv/AgentStream), CHW, flattened (collector.flat_obs).
+                o = (o * 255.0).flatten(1)
+            observations.append(o)
+        obs = observations[0] if self.num_obs == 1 else torch.cat(observations, dim=1)
+        masks = inputs[self.num_obs] if self.discrete_branches else None
+        if self.continuous_size and self.discrete_branches:
+            continuous, discrete = self.policy(obs, masks)
+        elif self.continuous_size:
+            continuous, discrete = self.policy(obs), None
+        else:
+            continuous, discrete = None, self.policy(obs, masks)
+        out = [self.version_number, self.memory_size_vector]
+        if continuous is not None:
+            continuous = continuous.to(torch.float32)
+            # two distinct graph values: the deterministic output is an Identity of the sample
+            out += [continuous, self.continuous_act_size_vector, torch.clone(continuous)]
+        if discrete is not None:
+            discrete = discrete.to(torch.int64)
+            out += [discrete, self.discrete_act_size_vector, torch.clone(discrete)]
+        return tuple(out)
+
+
+def output_names(continuous_size: int, discrete_branches: Sequence[int]) -> list[str]:
+    names = [TensorNames.version_number, TensorNames.memory_size]
+    if continuous_size:
+        names += [TensorNames.continuous_actions, TensorNames.continuous_action_output_shape,
+                  TensorNames.deterministic_continuous_actions]
+    if discrete_branches:
+        names += [TensorNames.discrete_actions, TensorNames.discrete_action_output_shape,
+                  TensorNames.deterministic_discrete_actions]
+    return names
+
+
+def export_onnx(module: nn.Module, obs_dim: Any, action_spec: Any,
+                path: str | os.PathLike, *, opset: int = DEFAULT_OPSET) -> Path:
+    """Writes ``module`` as a Unity-ready ONNX file at ``path``; returns the path.
+
+    ``obs_dim``: the flat observation size (int), a list of vector-observation sizes (one ONNX
+    input each), or a list of BehaviorSpec shapes (3-D shapes are visual, channels-first).
+    ``action_spec``: anything with ``continuous_size`` and ``discrete_branches`` (mlagents_envs'
+    ``ActionSpec`` fits). The file is written atomically (temp file, then rename).
+    """
+    from unity_rl.checkpoint import atomic_write
+
+    continuous_size = int(getattr(action_spec, "continuous_size", 0))
+    branches = tuple(int(b) for b in (getattr(action_spec, "discrete_branches", ()) or ()))
+    if not continuous_size and not branches:
+        raise ValueError("the action spec has neither continuous actions nor discrete branches")
+    shapes = _obs_shapes(obs_dim)
+    wrapper = UnityPolicy(module, shapes, continuous_size, branches).cpu().eval()
+
+    dummy = [torch.zeros((1, *onnx_obs_shape(s))) for s in shapes]
+    inputs = [TensorNames.observation(i) for i in range(len(shapes))]
+    if branches:
+        dummy.append(torch.ones((1, sum(branches))))
+        inputs.append(TensorNames.action_mask)
+    outputs = output_names(continuous_size, branches)
+    dynamic = {name: {0: "batch"} for name in inputs}
+    for name in (TensorNames.continuous_actions, TensorNames.deterministic_continuous_actions,
+                 TensorNames.discrete_actions, TensorNames.deterministic_discrete_actions):
+        if name in outputs:
+            dynamic[name] = {0: "batch"}
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(f) -> None:
+        # The TorchScript exporter (dynamo=False) is deliberate: it needs only ``onnx`` and gives
+        # the plain graph Barracuda/Sentis import; silence its deprecation notice.
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", FutureWarning)
+            torch.onnx.export(wrapper, tuple(dummy), f, dynamo=False, opset_version=opset,
+                              input_names=inputs, output_names=outputs, dynamic_axes=dynamic,
+                              do_constant_folding=True, export_params=True)
+
+    atomic_write(path, write)
+    return path
+
+
+# ----------------------------------------------------------------------------------------------
+# Policies saved by the trainer (checkpoints and <Behavior>.pt)
+# ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ActionLayout:
+    """The two numbers an action spec boils down to (mlagents_envs' ``ActionSpec`` has both)."""
+
+    continuous_size: int
+    discrete_branches: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class LoadedPolicy:
+    """A trained policy ready for inference or export."""
+
+    module: nn.Module
+    """Deterministic obs [, action_masks] -> action, normalisation folded in (CPU, eval)."""
+    behavior_name: str
+    """Full behavior name it was trained on ('3DBall' or '3DBall?team=0')."""
+    obs_shapes: tuple[tuple[int, ...], ...]
+    """Shapes of the behavior's observations, in BehaviorSpec order."""
+    action_spec: ActionLayout
+    """Continuous size and discrete branches."""
+    agent_steps: int
+    """Agent-steps trained when it was saved."""
+
+
+def load_policy(path: str | os.PathLike, run_dir: str | os.PathLike | None = None) -> LoadedPolicy:
+    """Rebuilds the policy from a training checkpoint (``checkpoints/step-N.pt``) or from the
+    final ``<Behavior>.pt`` the trainer writes; raises CheckpointError when it cannot.
+
+    ``run_dir`` is accepted for symmetry with the CLI; both files are self-contained.
+    """
+    from unity_rl.algos.nets import NetworkConfig
+    from unity_rl.algos.ppo import PPOPolicy
+    from unity_rl.checkpoint import CheckpointError, load_checkpoint
+
+    del run_dir
+    state = load_checkpoint(path)
+    missing = [k for k in ("trainer_type", "behavior_name", "obs_dim", "action_spec", "network")
+               if k not in state]
+    if missing or not ("learner" in state or "weights" in state):
+        raise CheckpointError(f"'{path}' is not a unity_rl policy or training checkpoint "
+                              f"(missing {', '.join(missing) or 'learner/weights'}).")
+    if state["trainer_type"] != "ppo":
+        raise CheckpointError(f"'{path}' holds a {state['trainer_type']!r} policy; only PPO "
+                              f"policies can be loaded here so far.")
+    continuous_size, branches = state["action_spec"]
+    spec = ActionLayout(int(continuous_size), tuple(int(b) for b in branches))
+    weights = state.get("weights")
+    if weights is None:
+        learner = state["learner"]
+        weights = {"model": learner["model"], "normalizer": learner["normalizer"],
+                   "version": learner.get("version", 0)}
+    policy = PPOPolicy(int(state["obs_dim"]), spec, NetworkConfig(**dict(state["network"])))
+    try:
+        policy.load_weights(weights)
+    except (KeyError, RuntimeError, ValueError) as err:
+        raise CheckpointError(f"'{path}': the saved weights do not fit the saved network "
+                              f"settings: {err}") from err
+    shapes = state.get("obs_shapes") or [(int(state["obs_dim"]),)]
+    return LoadedPolicy(module=policy.export_module().eval(),
+                        behavior_name=str(state["behavior_name"]),
+                        obs_shapes=tuple(tuple(int(d) for d in s) for s in shapes),
+                        action_spec=spec, agent_steps=int(state.get("agent_steps", 0)))
+
+
+def export_checkpoint(path: str | os.PathLike, output: str | os.PathLike | None = None, *,
+                      run_dir: str | os.PathLike | None = None) -> Path:
+    """ONNX export of a saved policy; ``output`` defaults to ``<run_dir>/<Behavior>.onnx``
+    (or next to ``path`` without a run folder). Returns the file written."""
+    policy = load_policy(path)
+    if output is None:
+        folder = Path(run_dir) if run_dir is not None else Path(path).parent
+        output = folder / f"{policy.behavior_name.split('?', 1)[0]}.onnx"
+    return export_onnx(policy.module, list(policy.obs_shapes), policy.action_spec, output)
