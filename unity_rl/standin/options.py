@@ -1,0 +1,166 @@
+"""Command-line arguments of a stand-in player, parsed the way a Unity player reads its own.
+
+Unity arguments are single-dash flags (``-logFile PATH``, ``-nographics``, ``-batchmode``)
+mixed with ML-Agents' ``--mlagents-port N``; argparse cannot read them, and a Unity player
+ignores every argument it does not know. Stand-in options are named ``--standin-...`` and take
+their value as the next token or after ``=``. Unlike unknown arguments, a malformed stand-in
+option is an error (the player logs it and exits with code 2), so a typo in a test cannot
+silently run the default scene.
+
+Stand-in options (all optional; see unity_builds/README.md):
+
+=================================  ========================================================
+``--standin-agents N[,N2...]``     agents per behavior (one value for all, or one per behavior)
+``--standin-max-step N``           Agent.MaxStep for every behavior (0 = unlimited)
+``--standin-decision-period P``    DecisionRequester period for every agent
+``--standin-decision-periods a,b``  per-agent periods, assigned cyclically by agent index
+``--standin-late-agents K@N``      the last K agents of each behavior appear at academy step N
+``--standin-crash-after N``        exit with the crash code after N academy steps
+``--standin-crash-code C``         exit code of a crash (default 3)
+``--standin-hang-after N``         stop answering (stay alive) after N academy steps
+``--standin-step-delay S``         sleep S seconds per academy step (a slow build)
+``--standin-seed S``               scene seed, overriding the trainer's handshake seed
+``--standin-realtime``             pace at 50 x time_scale academy steps/s like a real player
+``--standin-basic-start CELL``     Basic: start cell (default 10)
+``--standin-connect-timeout S``    give up (exit 1) when no trainer answers the handshake
+=================================  ========================================================
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class OptionError(ValueError):
+    """A stand-in option is malformed; the message names it."""
+
+
+@dataclass
+class PlayerOptions:
+    port: int = 5004
+    """--mlagents-port; Unity's default when the argument is absent is the Editor port 5004."""
+    log_file: str | None = None
+    """-logFile PATH ('-' = stdout, as in Unity); None: the player logs nowhere."""
+    no_graphics: bool = False
+    agents: tuple[int, ...] | None = None
+    max_step: int | None = None
+    decision_period: int | None = None
+    decision_periods: tuple[int, ...] | None = None
+    late_agents: tuple[int, int] | None = None
+    """(count, academy step)."""
+    crash_after: int | None = None
+    crash_code: int = 3
+    hang_after: int | None = None
+    step_delay: float = 0.0
+    seed: int | None = None
+    realtime: bool = False
+    basic_start: int | None = None
+    connect_timeout: float = 30.0
+    ignored: list[str] = field(default_factory=list)
+    """Arguments the player did not recognise (Unity ignores them too)."""
+
+
+def _int(name: str, text: str, minimum: int | None = None) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise OptionError(f"{name} expects an integer, got {text!r}") from None
+    if minimum is not None and value < minimum:
+        raise OptionError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _float(name: str, text: str, minimum: float | None = None) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise OptionError(f"{name} expects a number, got {text!r}") from None
+    if minimum is not None and not value >= minimum:
+        raise OptionError(f"{name} must be >= {minimum}, got {text}")
+    return value
+
+
+def _int_list(name: str, text: str, minimum: int) -> tuple[int, ...]:
+    parts = [p for p in text.split(",") if p.strip()]
+    if not parts:
+        raise OptionError(f"{name} expects a comma-separated list of integers, got {text!r}")
+    return tuple(_int(name, p.strip(), minimum) for p in parts)
+
+
+def _late(name: str, text: str) -> tuple[int, int]:
+    count, sep, step = text.partition("@")
+    if not sep:
+        raise OptionError(f"{name} expects COUNT@STEP (e.g. 2@25), got {text!r}")
+    return _int(name, count, 1), _int(name, step, 0)
+
+
+def _set(opts: PlayerOptions, name: str, value: str) -> None:
+    if name == "agents":
+        opts.agents = _int_list("--standin-agents", value, 1)
+    elif name == "max-step":
+        opts.max_step = _int("--standin-max-step", value, 0)
+    elif name == "decision-period":
+        opts.decision_period = _int("--standin-decision-period", value, 1)
+    elif name == "decision-periods":
+        opts.decision_periods = _int_list("--standin-decision-periods", value, 1)
+    elif name == "late-agents":
+        opts.late_agents = _late("--standin-late-agents", value)
+    elif name == "crash-after":
+        opts.crash_after = _int("--standin-crash-after", value, 0)
+    elif name == "crash-code":
+        opts.crash_code = _int("--standin-crash-code", value, 0)
+    elif name == "hang-after":
+        opts.hang_after = _int("--standin-hang-after", value, 0)
+    elif name == "step-delay":
+        opts.step_delay = _float("--standin-step-delay", value, 0.0)
+    elif name == "seed":
+        opts.seed = _int("--standin-seed", value)
+    elif name == "basic-start":
+        opts.basic_start = _int("--standin-basic-start", value, 0)
+    elif name == "connect-timeout":
+        opts.connect_timeout = _float("--standin-connect-timeout", value, 0.0)
+    else:
+        raise OptionError(f"unknown stand-in option --standin-{name}")
+
+
+_FLAGS = {"realtime"}
+
+
+def parse_args(argv: list[str]) -> PlayerOptions:
+    """Parses a player's command line; raises OptionError on a malformed stand-in option."""
+    opts = PlayerOptions()
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        low = arg.lower()
+        nxt = argv[i + 1] if i + 1 < len(argv) else None
+        if low == "-logfile":
+            if nxt is not None:
+                opts.log_file = nxt
+                i += 1
+        elif low in ("-nographics", "-batchmode"):
+            opts.no_graphics = opts.no_graphics or low == "-nographics"
+        elif low == "--mlagents-port" or low.startswith("--mlagents-port="):
+            text = arg.partition("=")[2] if "=" in arg else nxt
+            if "=" not in arg:
+                i += 1
+            if text is None:
+                raise OptionError("--mlagents-port expects a port number")
+            opts.port = _int("--mlagents-port", text, 1)
+        elif low.startswith("--standin-"):
+            name, eq, value = arg[len("--standin-") :].partition("=")
+            if name in _FLAGS:
+                if eq and value.lower() not in ("1", "true", "yes"):
+                    setattr(opts, name, False)
+                else:
+                    setattr(opts, name, True)
+            else:
+                if not eq:
+                    if nxt is None:
+                        raise OptionError(f"--standin-{name} expects a value")
+                    value = nxt
+                    i += 1
+                _set(opts, name, value)
+        else:
+            opts.ignored.append(arg)
+        i += 1
+    return opts

@@ -1,0 +1,33 @@
+"""The stand-in scenes, by build name (``unity_builds/<name>.x86_64`` runs ``SCENES[name]``).
+
+=============  ===============================================  ======  ========  ========
+build          behaviors (name as sent)                         agents  decision  MaxStep
+                                                                        period
+=============  ===============================================  ======  ========  ========
+3DBall         ``3DBall?team=0``: 8 obs, 2 continuous actions   12      5         5000
+Basic          ``Basic?team=0``: one-hot 20, 1 branch of 3,     1       1         100
+               action masks
+VisualBall     ``VisualBall?team=0``: camera 3x84x84 (PNG) +    4       5         5000
+               2 vector obs, 2 continuous actions
+TwoBehaviors   ``3DBall?team=0`` (continuous) and               4 + 2   5 and 1   5000/100
+               ``Basic?team=0`` (discrete) in one build
+=============  ===============================================  ======  ========  ========
+"""
+from __future__ import annotations
+
+from unity_rl.standin.scenes.ball3d import Ball3DModel
+from unity_rl.standin.scenes.base import BehaviorDef
+from unity_rl.standin.scenes.basic import BasicModel
+from unity_rl.standin.scenes.visual_ball import VisualBallModel
+
+SCENES: dict[str, tuple[BehaviorDef, ...]] = {
+    "3DBall": (BehaviorDef("3DBall?team=0", Ball3DModel, 12, 5, 5000),),
+    "Basic": (BehaviorDef("Basic?team=0", BasicModel, 1, 1, 100),),
+    "VisualBall": (BehaviorDef("VisualBall?team=0", VisualBallModel, 4, 5, 5000),),
+    "TwoBehaviors": (
+        BehaviorDef("3DBall?team=0", Ball3DModel, 4, 5, 5000),
+        BehaviorDef("Basic?team=0", BasicModel, 2, 1, 100),
+    ),
+}
+
+__all__ = ["SCENES", "BehaviorDef"]
