@@ -102,14 +102,16 @@ def test_two_behavior_build_requires_a_name(free_base_port):
 
 
 def test_discrete_basic_has_mask(free_base_port):
-    with UnityVecEnv(str(BUILDS_DIR / "Basic"), base_port=free_base_port(1),
-                     timeout_wait=30) as env:
+    # Starting on cell 0, Basic masks "left" (action 1) there.
+    with UnityVecEnv(str(BUILDS_DIR / "Basic"), base_port=free_base_port(1), timeout_wait=30,
+                     env_args=["--standin-basic-start", "0"]) as env:
         assert env.single_action_space == spaces.Discrete(3)
         _, info = env.reset()
         assert info["action_mask"].shape == (env.num_envs, 3)
         assert info["action_mask"].dtype == bool
-        _, _, _, _, info = env.step(np.zeros(env.num_envs, np.int64))
-        assert info["action_mask"].any(axis=1).all()
+        assert info["action_mask"][0].tolist() == [True, False, True]
+        _, _, _, _, info = env.step(np.full(env.num_envs, 2, np.int64))  # move right
+        assert info["action_mask"][0].tolist() == [True, True, True]
 
 
 def test_visual_observation_is_uint8_chw(free_base_port):
