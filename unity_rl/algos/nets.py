@@ -1,6 +1,8 @@
 """Small network builders shared by the learners."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 from torch import nn
@@ -28,3 +30,21 @@ def mlp(in_dim: int, hidden: int, num_layers: int, out_dim: int, out_std: float,
 def set_torch_threads(num_threads: int) -> None:
     """Pins torch's intra-op threads (a small machine is slower with more threads than cores)."""
     torch.set_num_threads(max(1, num_threads))
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    """Network shape and input normalisation (ML-Agents' ``network_settings``)."""
+
+    normalize: bool = False
+    """Normalise observations with running mean and variance (RunningNormalizer)."""
+    hidden_units: int = 128
+    """Width of each hidden layer."""
+    num_layers: int = 2
+    """Number of hidden layers in each trunk (actor and critic have their own)."""
+
+    def __post_init__(self) -> None:
+        for name in ("hidden_units", "num_layers"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"network.{name} must be an int >= 1, got {value!r}")

@@ -21,7 +21,8 @@ class Trajectory(NamedTuple):
     logprobs: np.ndarray
     """[T] float32: log-probability of each action under the behaviour policy."""
     values: np.ndarray
-    """[T] float32: value estimates of the behaviour policy (for value clipping)."""
+    """[T] float32: value estimates of the behaviour policy (PPOLearner recomputes values with its
+    current critic for GAE and uses those as the value-clipping anchor)."""
     rewards: np.ndarray
     """[T] float32: reward received after action t (up to the next decision or the end)."""
     last_obs: np.ndarray

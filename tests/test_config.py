@@ -1,0 +1,426 @@
+"""Strict config loading: ML-Agents files load, mistakes name file + section + key."""
+from __future__ import annotations
+
+import dataclasses
+import pickle
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from unity_rl.algos.ddpg import DDPGConfig
+from unity_rl.algos.nets import NetworkConfig
+from unity_rl.algos.ppo import PPOConfig
+from unity_rl.config import (ConfigError, RunConfig, apply_overrides, dump_config, load_config,
+                             parse_config, select_behavior, write_config)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# config/ppo/3DBall.yaml as ML-Agents ships it.
+MLAGENTS_3DBALL = """\
+behaviors:
+  3DBall:
+    trainer_type: ppo
+    hyperparameters:
+      batch_size: 64
+      buffer_size: 12000
+      learning_rate: 0.0003
+      beta: 0.001
+      epsilon: 0.2
+      lambd: 0.99
+      num_epoch: 3
+      learning_rate_schedule: linear
+    network_settings:
+      normalize: true
+      hidden_units: 128
+      num_layers: 2
+      vis_encode_type: simple
+    reward_signals:
+      extrinsic:
+        gamma: 0.99
+        strength: 1.0
+    keep_checkpoints: 5
+    max_steps: 500000
+    time_horizon: 1000
+    summary_freq: 12000
+"""
+
+# run_logs/configuration.yaml as mlagents-learn 1.x writes it for the file above.
+MLAGENTS_RESOLVED = """\
+default_settings: null
+behaviors:
+  3DBall:
+    trainer_type: ppo
+    hyperparameters:
+      batch_size: 64
+      buffer_size: 12000
+      learning_rate: 0.0003
+      beta: 0.001
+      epsilon: 0.2
+      lambd: 0.99
+      num_epoch: 3
+      shared_critic: false
+      learning_rate_schedule: linear
+      beta_schedule: linear
+      epsilon_schedule: linear
+    checkpoint_interval: 500000
+    network_settings:
+      normalize: true
+      hidden_units: 128
+      num_layers: 2
+      vis_encode_type: simple
+      memory: null
+      goal_conditioning_type: hyper
+      deterministic: false
+    reward_signals:
+      extrinsic:
+        gamma: 0.99
+        strength: 1.0
+        network_settings:
+          normalize: false
+          hidden_units: 128
+          num_layers: 2
+          vis_encode_type: simple
+          memory: null
+          goal_conditioning_type: hyper
+          deterministic: false
+    init_path: null
+    keep_checkpoints: 5
+    even_checkpoints: false
+    max_steps: 500000
+    time_horizon: 1000
+    summary_freq: 12000
+    threaded: false
+    self_play: null
+    behavioral_cloning: null
+env_settings:
+  env_path: null
+  env_args: null
+  base_port: 5005
+  num_envs: 1
+  num_areas: 1
+  timeout_wait: 60
+  seed: -1
+  max_lifetime_restarts: 10
+  restarts_rate_limit_n: 1
+  restarts_rate_limit_period_s: 60
+engine_settings:
+  width: 84
+  height: 84
+  quality_level: 5
+  time_scale: 20
+  target_frame_rate: -1
+  capture_frame_rate: 60
+  no_graphics: false
+  no_graphics_monitor: false
+environment_parameters: null
+checkpoint_settings:
+  run_id: ppo
+  initialize_from: null
+  load_model: false
+  resume: false
+  force: false
+  train_model: false
+  inference: false
+  results_dir: results
+torch_settings:
+  device: null
+debug: false
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "trainer.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def load_text(tmp_path: Path, text: str) -> RunConfig:
+    return load_config(write(tmp_path, text))
+
+
+def test_mlagents_3dball_config_loads_with_paper_names(tmp_path):
+    cfg = load_text(tmp_path, MLAGENTS_3DBALL)
+    b = cfg.behaviors["3DBall"]
+    assert b.trainer_type == "ppo" and b.time_horizon == 1000 and b.summary_freq == 12000
+    assert b.max_steps == 500_000 and b.keep_checkpoints == 5
+    assert b.hyperparameters == PPOConfig(
+        minibatch_size=64, buffer_size=12000, learning_rate=3e-4, lr_schedule="linear",
+        ent_coef=1e-3, ent_coef_schedule="linear", clip_coef=0.2, clip_coef_schedule="linear",
+        gae_lambda=0.99, num_epochs=3, gamma=0.99, reward_scale=1.0, max_steps=500_000)
+    assert b.network_settings == NetworkConfig(normalize=True, hidden_units=128, num_layers=2)
+    assert b.gamma == 0.99 and b.reward_strength == 1.0
+    # sections not in the file take mlagents-learn's defaults
+    assert cfg.env_settings.base_port == 5005 and cfg.engine_settings.time_scale == 20.0
+    assert cfg.checkpoint_settings.run_id == "ppo" and cfg.checkpoint_settings.results_dir == "results"
+    assert cfg.env_settings.max_lifetime_restarts == 10 and cfg.env_settings.timeout_wait == 60
+    assert cfg.unity_rl.mode == "sync" and cfg.unity_rl.backend == "local"
+
+
+def test_mlagents_resolved_configuration_yaml_loads(tmp_path):
+    assert load_text(tmp_path, MLAGENTS_RESOLVED) == load_text(tmp_path, MLAGENTS_3DBALL)
+
+
+def test_resolved_config_round_trips(tmp_path):
+    cfg = load_text(tmp_path, MLAGENTS_3DBALL + textwrap.dedent("""\
+        default_settings:
+          trainer_type: ddpg
+          hyperparameters: {batch_size: 128, buffer_size: 100000, exploration_noise: ou}
+          even_checkpoints: true
+        env_settings: {env_path: builds/3DBall, env_args: [-logFile, "-", 640], num_envs: 2}
+        environment_parameters:
+          mass: 1.5
+          scale: {sampler_type: uniform, sampler_parameters: {min_value: 0.5, max_value: 1.5}}
+          gravity: {sampler_type: multirangeuniform, sampler_parameters: {intervals: [[7, 10], [15, 20]]}}
+        unity_rl: {mode: async, num_actors: 3, backend: ray, ray_address: "127.0.0.1:6379"}
+        """))
+    path = tmp_path / "resolved.yaml"
+    write_config(cfg, path)
+    again = load_config(path)
+    assert again == cfg
+    assert dump_config(again) == dump_config(cfg)
+    assert parse_config(dump_config(cfg), "dumped") == cfg
+    assert cfg.env_settings.env_args == ("-logFile", "-", "640")
+    assert cfg.environment_parameters["mass"].value == 1.5
+    assert cfg.environment_parameters["gravity"].intervals == ((7.0, 10.0), (15.0, 20.0))
+    assert cfg.default_settings.checkpoint_interval == 500_000 // 5
+    assert pickle.loads(pickle.dumps(cfg)) == cfg
+
+
+@pytest.mark.parametrize("path", sorted((REPO_ROOT / "configs").rglob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_configs_load_and_round_trip(path, tmp_path):
+    cfg = load_config(path)
+    write_config(cfg, tmp_path / "again.yaml")
+    assert load_config(tmp_path / "again.yaml") == cfg
+
+
+def test_ppo_3dball_config_targets_the_standin():
+    cfg = load_config(REPO_ROOT / "configs" / "ppo" / "3dball.yaml")
+    b = select_behavior(cfg, "3DBall?team=0")
+    assert b.trainer_type == "ppo" and b.network_settings.normalize
+    assert b.hyperparameters.buffer_size <= 12000
+
+
+def test_numbers_without_a_dot_are_floats_and_integral_floats_ints(tmp_path):
+    cfg = load_text(tmp_path, """\
+        behaviors:
+          B:
+            hyperparameters: {learning_rate: 3e-4, beta: 5E-3}
+            max_steps: 5e5
+        """)
+    hp = cfg.behaviors["B"].hyperparameters
+    assert hp.learning_rate == 3e-4 and hp.ent_coef == 5e-3
+    assert cfg.behaviors["B"].max_steps == 500_000 and isinstance(cfg.behaviors["B"].max_steps, int)
+    assert hp.max_steps == 500_000
+
+
+def error_for(tmp_path, text) -> ConfigError:
+    path = write(tmp_path, text, "bad.yaml")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(path) in str(info.value)
+    return info.value
+
+
+def assert_names(err: ConfigError, section: str | None, key: str, *phrases: str) -> None:
+    message = str(err)
+    assert err.section == section and err.key == key, message
+    if section:
+        assert f"'{section}'" in message, message
+    assert f"'{key}'" in message, message
+    for phrase in phrases:
+        assert phrase in message, message
+
+
+def test_unknown_key_names_file_section_key_and_accepted_keys(tmp_path):
+    err = error_for(tmp_path, MLAGENTS_3DBALL.replace("beta: 0.001", "betta: 0.001"))
+    assert_names(err, "behaviors.3DBall.hyperparameters", "betta", "unknown key", "beta", "epsilon")
+
+
+def test_wrong_type_names_key_and_expected_type(tmp_path):
+    err = error_for(tmp_path, MLAGENTS_3DBALL.replace("batch_size: 64", "batch_size: '64'"))
+    assert_names(err, "behaviors.3DBall.hyperparameters", "batch_size", "expected an integer")
+    err = error_for(tmp_path, MLAGENTS_3DBALL.replace("normalize: true", "normalize: 1"))
+    assert_names(err, "behaviors.3DBall.network_settings", "normalize", "expected true or false")
+    err = error_for(tmp_path, MLAGENTS_3DBALL.replace("schedule: linear", "schedule: cosine"))
+    assert_names(err, "behaviors.3DBall.hyperparameters", "learning_rate_schedule", "'linear', 'constant'")
+
+
+@pytest.mark.parametrize("old, new, section, key, phrase", [
+    ("epsilon: 0.2", "epsilon: 1.5", "behaviors.3DBall.hyperparameters", "epsilon", "in (0, 1)"),
+    ("buffer_size: 12000", "buffer_size: 32", "behaviors.3DBall.hyperparameters", "buffer_size", ">= batch_size"),
+    ("num_epoch: 3", "num_epoch: 0", "behaviors.3DBall.hyperparameters", "num_epoch", ">= 1"),
+    ("gamma: 0.99", "gamma: 1.5", "behaviors.3DBall.reward_signals.extrinsic", "gamma", "[0, 1]"),
+    ("strength: 1.0", "strength: -1", "behaviors.3DBall.reward_signals.extrinsic", "strength", "> 0"),
+    ("hidden_units: 128", "hidden_units: 0", "behaviors.3DBall.network_settings", "hidden_units", ">= 1"),
+    ("time_horizon: 1000", "time_horizon: 0", "behaviors.3DBall", "time_horizon", ">= 1"),
+])
+def test_out_of_range_names_the_yaml_key(tmp_path, old, new, section, key, phrase):
+    assert old in MLAGENTS_3DBALL
+    assert_names(error_for(tmp_path, MLAGENTS_3DBALL.replace(old, new)), section, key, phrase)
+
+
+def test_out_of_range_in_other_sections(tmp_path):
+    err = error_for(tmp_path, MLAGENTS_3DBALL + "env_settings: {num_envs: 0}\n")
+    assert_names(err, "env_settings", "num_envs", ">= 1")
+    err = error_for(tmp_path, MLAGENTS_3DBALL + "unity_rl: {mode: fast}\n")
+    assert_names(err, "unity_rl", "mode", "'sync', 'async'")
+    err = error_for(tmp_path, MLAGENTS_3DBALL + "unity_rl: {ray_address: 'x:1'}\n")
+    assert_names(err, "unity_rl", "ray_address", "backend is 'ray'")
+    err = error_for(tmp_path, MLAGENTS_3DBALL + "torch_settings: {device: gpu}\n")
+    assert_names(err, "torch_settings", "device", "'cuda'")
+    err = error_for(tmp_path, MLAGENTS_3DBALL + "unity_rl: {max_lifetime_restarts: 3}\n")
+    assert_names(err, "unity_rl", "max_lifetime_restarts", "env_settings")
+
+
+HP = "behaviors.3DBall.hyperparameters"
+NET = "behaviors.3DBall.network_settings"
+
+
+@pytest.mark.parametrize("old, new, section, key", [
+    ("num_epoch: 3", "num_epoch: 3\n      shared_critic: true", HP, "shared_critic"),
+    ("vis_encode_type: simple", "vis_encode_type: resnet", NET, "vis_encode_type"),
+    ("vis_encode_type: simple", "memory: {sequence_length: 64, memory_size: 256}", NET, "memory"),
+    ("vis_encode_type: simple", "deterministic: true", NET, "deterministic"),
+    ("strength: 1.0", "strength: 1.0\n      curiosity: {gamma: 0.99, strength: 0.02}",
+     "behaviors.3DBall.reward_signals", "curiosity"),
+    ("strength: 1.0", "strength: 1.0\n      gail: {strength: 0.5, demo_path: x.demo}",
+     "behaviors.3DBall.reward_signals", "gail"),
+    ("strength: 1.0", "strength: 1.0\n      rnd: {strength: 0.01}", "behaviors.3DBall.reward_signals", "rnd"),
+    ("keep_checkpoints: 5", "keep_checkpoints: 5\n    behavioral_cloning: {demo_path: x.demo}",
+     "behaviors.3DBall", "behavioral_cloning"),
+    ("keep_checkpoints: 5", "keep_checkpoints: 5\n    self_play: {window: 10}", "behaviors.3DBall", "self_play"),
+    ("keep_checkpoints: 5", "keep_checkpoints: 5\n    threaded: true", "behaviors.3DBall", "threaded"),
+    ("keep_checkpoints: 5", "keep_checkpoints: 5\n    init_path: results/old", "behaviors.3DBall", "init_path"),
+])
+def test_unsupported_mlagents_features_are_refused_by_name(tmp_path, old, new, section, key):
+    assert old in MLAGENTS_3DBALL
+    err = error_for(tmp_path, MLAGENTS_3DBALL.replace(old, new))
+    assert_names(err, section, key, "not support")
+
+
+def test_unsupported_trainer_type_curriculum_and_initialize_from(tmp_path):
+    err = error_for(tmp_path, MLAGENTS_3DBALL.replace("trainer_type: ppo", "trainer_type: sac"))
+    assert_names(err, "behaviors.3DBall", "trainer_type", "'ppo', 'ddpg'", "not support")
+    err = error_for(tmp_path, MLAGENTS_3DBALL + textwrap.dedent("""\
+        environment_parameters:
+          mass:
+            curriculum:
+              - {name: L1, value: 1.0}
+        """))
+    assert_names(err, "environment_parameters.mass", "curriculum", "not support")
+    err = error_for(tmp_path, MLAGENTS_3DBALL + "checkpoint_settings: {initialize_from: old}\n")
+    assert_names(err, "checkpoint_settings", "initialize_from", "not support")
+
+
+def test_feature_off_values_of_unsupported_keys_are_accepted(tmp_path):
+    text = MLAGENTS_3DBALL.replace("vis_encode_type: simple",
+                                   "vis_encode_type: simple\n      memory: null\n      deterministic: false")
+    text = text.replace("keep_checkpoints: 5", "keep_checkpoints: 5\n    threaded: false\n    self_play: null")
+    assert load_text(tmp_path, text) == load_text(tmp_path, MLAGENTS_3DBALL)
+
+
+def test_structural_mistakes(tmp_path):
+    err = error_for(tmp_path, MLAGENTS_3DBALL + "envsettings: {}\n")
+    assert err.key == "envsettings" and "env_settings" in str(err)
+    err = error_for(tmp_path, MLAGENTS_3DBALL.replace("epsilon: 0.2", "epsilon: 0.2\n      epsilon: 0.3"))
+    assert "'epsilon' appears twice" in str(err)
+    err = error_for(tmp_path, "behaviors:\n  B: [1, 2]\n")
+    assert err.section == "behaviors.B" and "mapping" in str(err)
+    err = error_for(tmp_path, "env_settings: {num_envs: 1}\n")
+    assert err.section == "behaviors" and "no behavior" in str(err)
+    err = error_for(tmp_path, "behaviors: {B: {reward_signals: {}}}\n")
+    assert_names(err, "behaviors.B.reward_signals", "extrinsic", "missing")
+    assert "not valid YAML" in str(error_for(tmp_path, "behaviors: [\n"))
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.yaml")
+
+
+def test_ddpg_behavior_uses_ddpg_config_names(tmp_path):
+    cfg = load_text(tmp_path, """\
+        behaviors:
+          3DBall:
+            trainer_type: ddpg
+            hyperparameters: {batch_size: 128, buffer_size: 100000, tau: 0.01, exploration_noise: ou}
+            reward_signals: {extrinsic: {gamma: 0.98}}
+        """)
+    hp = cfg.behaviors["3DBall"].hyperparameters
+    assert isinstance(hp, DDPGConfig)
+    assert (hp.batch_size, hp.buffer_size, hp.tau, hp.exploration_noise, hp.gamma) == (128, 100000, 0.01, "ou", 0.98)
+    err = error_for(tmp_path, """\
+        behaviors: {B: {trainer_type: ddpg, hyperparameters: {tau: 0.0}}}
+        """)
+    assert_names(err, "behaviors.B.hyperparameters", "tau", "(0, 1]")
+    err = error_for(tmp_path, """\
+        behaviors: {B: {trainer_type: ddpg, hyperparameters: {beta: 0.01}}}
+        """)
+    assert_names(err, "behaviors.B.hyperparameters", "beta", "unknown key", "tau")
+    err = error_for(tmp_path, """\
+        behaviors: {B: {trainer_type: ddpg, reward_signals: {extrinsic: {strength: 2.0}}}}
+        """)
+    assert_names(err, "behaviors.B.reward_signals.extrinsic", "strength", "1.0")
+
+
+def test_default_settings_merge_and_behavior_selection(tmp_path):
+    cfg = load_text(tmp_path, """\
+        default_settings:
+          hyperparameters: {batch_size: 32, buffer_size: 1024, beta: 0.01}
+          time_horizon: 128
+        behaviors:
+          3DBall:
+            hyperparameters: {batch_size: 64}
+          Walker:
+            trainer_type: ddpg
+        """)
+    ball = select_behavior(cfg, "3DBall?team=0")
+    assert ball is select_behavior(cfg, "3DBall")
+    assert (ball.hyperparameters.minibatch_size, ball.hyperparameters.buffer_size) == (64, 1024)
+    assert ball.hyperparameters.ent_coef == 0.01 and ball.time_horizon == 128
+    walker = select_behavior(cfg, "Walker?team=1")
+    assert walker.trainer_type == "ddpg" and walker.time_horizon == 128  # PPO keys not merged into DDPG
+    assert select_behavior(cfg, "Crawler") is cfg.default_settings
+    no_default = load_text(tmp_path, MLAGENTS_3DBALL)
+    with pytest.raises(ConfigError) as info:
+        select_behavior(no_default, "Crawler?team=0")
+    assert "Crawler" in str(info.value) and "3DBall" in str(info.value)
+
+
+def test_command_line_overrides_win_and_are_checked(tmp_path):
+    cfg = load_text(tmp_path, MLAGENTS_3DBALL + "env_settings: {num_envs: 2, base_port: 6000}\n")
+    out = apply_overrides(cfg, env="builds/3DBall", num_envs=4, base_port=None, run_id="r1",
+                          resume=None, time_scale=10, torch_device="cpu", env_args=["-a", "b"],
+                          num_actors=2, mode="async", seed=7)
+    assert out.env_settings.env_path == "builds/3DBall" and out.env_settings.num_envs == 4
+    assert out.env_settings.base_port == 6000  # None = not given: the YAML value stays
+    assert out.checkpoint_settings.run_id == "r1" and out.checkpoint_settings.resume is False
+    assert out.engine_settings.time_scale == 10.0 and out.torch_settings.device == "cpu"
+    assert out.env_settings.env_args == ("-a", "b") and out.env_settings.seed == 7
+    assert out.unity_rl.num_actors == 2 and out.unity_rl.mode == "async"
+    assert cfg.env_settings.num_envs == 2  # the original is untouched
+
+    with pytest.raises(ConfigError) as info:
+        apply_overrides(cfg, num_envs=0)
+    assert str(info.value).startswith("command line: --num-envs: must be an int >= 1")
+    with pytest.raises(ConfigError, match="--time-scale.*expected a number"):
+        apply_overrides(cfg, time_scale="fast")
+    with pytest.raises(TypeError, match="unknown option"):
+        apply_overrides(cfg, num_env=3)
+
+
+def test_max_steps_override_reaches_every_behavior_and_the_learner_schedule(tmp_path):
+    cfg = load_text(tmp_path, MLAGENTS_3DBALL + "default_settings: {time_horizon: 32}\n")
+    out = apply_overrides(cfg, max_steps=100_000)
+    for b in (out.behaviors["3DBall"], out.default_settings):
+        assert b.max_steps == 100_000 and b.hyperparameters.max_steps == 100_000
+    with pytest.raises(ConfigError, match="--max-steps: must be an int >= 1"):
+        apply_overrides(cfg, max_steps=0)
+
+
+def test_configs_are_frozen(tmp_path):
+    cfg = load_text(tmp_path, MLAGENTS_3DBALL)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.debug = True
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.behaviors["3DBall"].hyperparameters.clip_coef = 0.3
+    with pytest.raises(TypeError):
+        cfg.behaviors["3DBall"] = None
