@@ -1,0 +1,81 @@
+"""An in-process stand-in for ``AgentStream`` (same API, no builds) for fast runtime tests.
+
+A "balance" toy: each agent's observation drifts; an episode ends when |obs[0]| > 1 (reward
+-1, terminated) or after ``max_step`` decisions (interrupted); every other decision pays 0.1.
+Optionally raises after ``crash_after`` steps (to test actor failures).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from mlagents_envs.base_env import (
+    ActionSpec,
+    BehaviorSpec,
+    DimensionProperty,
+    ObservationSpec,
+    ObservationType,
+)
+
+from unity_rl.envs.agent_stream import StepResult
+from unity_rl.envs.types import AgentKey, DecisionBatch, TerminalBatch
+
+BEHAVIOR = "Fake?team=0"
+
+
+class FakeStream:
+    def __init__(self, num_agents: int = 4, obs_dim: int = 3, act_dim: int = 2,
+                 max_step: int = 30, crash_after: int | None = None, seed: int = 0,
+                 step_delay: float = 0.0, build: int = 0, start_error: str | None = None):
+        if start_error is not None:
+            raise RuntimeError(start_error)
+        self.spec = BehaviorSpec(
+            [ObservationSpec((obs_dim,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "v")],
+            ActionSpec.create_continuous(act_dim))
+        self.behavior_name = BEHAVIOR
+        self.keys = [AgentKey(build, BEHAVIOR, i) for i in range(num_agents)]
+        self.rng = np.random.default_rng(seed)
+        self.obs = self.rng.uniform(-0.5, 0.5, (num_agents, obs_dim)).astype(np.float32)
+        self.t = np.zeros(num_agents, int)
+        self.max_step = max_step
+        self.crash_after = crash_after
+        self.step_delay = step_delay
+        self.steps = 0
+        self.closed = False
+
+    def _empty_terminals(self) -> TerminalBatch:
+        return TerminalBatch([], [np.zeros((0, self.obs.shape[1]), np.float32)],
+                             np.zeros(0, np.float32), np.zeros(0, bool))
+
+    def reset(self) -> StepResult:
+        dec = DecisionBatch(list(self.keys), [self.obs.copy()],
+                            np.zeros(len(self.keys), np.float32), None)
+        return StepResult(dec, self._empty_terminals(), {})
+
+    def step(self, actions) -> StepResult:
+        self.steps += 1
+        if self.crash_after is not None and self.steps > self.crash_after:
+            raise RuntimeError(f"fake build crashed at step {self.steps}")
+        if self.step_delay:
+            time.sleep(self.step_delay)
+        actions = np.clip(np.asarray(actions, np.float32), -1, 1)
+        n = len(self.keys)
+        self.obs[:, 0] += 0.1 * (self.rng.normal(size=n) - actions[:, 0]) + 0.05 * self.obs[:, 0]
+        self.t += 1
+        fell = np.abs(self.obs[:, 0]) > 1.0
+        timeout = (self.t >= self.max_step) & ~fell
+        ended = fell | timeout
+        term_idx = np.flatnonzero(ended)
+        terminals = TerminalBatch(
+            [self.keys[i] for i in term_idx], [self.obs[term_idx].copy()],
+            np.where(fell[term_idx], -1.0, 0.1).astype(np.float32), timeout[term_idx].copy())
+        reward = np.full(n, 0.1, np.float32)
+        if len(term_idx):
+            self.obs[term_idx] = self.rng.uniform(-0.5, 0.5, (len(term_idx), self.obs.shape[1]))
+            self.t[term_idx] = 0
+            reward[term_idx] = 0.0
+        dec = DecisionBatch(list(self.keys), [self.obs.copy()], reward, None)
+        return StepResult(dec, terminals, {})
+
+    def close(self) -> None:
+        self.closed = True

@@ -1,0 +1,48 @@
+"""Tiny training configurations on the 3DBall stand-in, shared by tests and their subprocesses."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import psutil
+
+from unity_rl.config import FrozenMap, RunConfig, apply_overrides, load_config
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CONFIG = REPO_ROOT / "configs" / "ppo" / "3dball.yaml"
+BALL = REPO_ROOT / "unity_builds" / "3DBall.x86_64"
+
+
+def tiny_config(base_port: int, *, mode: str = "sync", num_envs: int = 2, num_actors: int = 2,
+                max_steps: int = 2000, buffer_size: int = 480, checkpoint_interval: int = 100_000,
+                env_args: tuple[str, ...] = (), max_lifetime_restarts: int = 10,
+                segment_steps: int | None = None, timeout_wait: int = 30) -> RunConfig:
+    """configs/ppo/3dball.yaml scaled down: small buffer, one epoch, small network."""
+    cfg = load_config(CONFIG)
+    cfg = apply_overrides(cfg, env=str(BALL), num_envs=num_envs, base_port=base_port, mode=mode,
+                          num_actors=num_actors, seed=3, no_graphics=True,
+                          env_args=tuple(env_args), timeout_wait=timeout_wait,
+                          max_lifetime_restarts=max_lifetime_restarts,
+                          segment_steps=segment_steps)
+    [(name, behavior)] = list(cfg.behaviors.items())
+    hp = dataclasses.replace(behavior.hyperparameters, buffer_size=buffer_size,
+                             minibatch_size=min(240, buffer_size), num_epochs=1)
+    network = dataclasses.replace(behavior.network_settings, hidden_units=32)
+    behavior = dataclasses.replace(behavior, hyperparameters=hp, network_settings=network,
+                                   max_steps=max_steps, summary_freq=1000,
+                                   checkpoint_interval=checkpoint_interval, time_horizon=64)
+    return dataclasses.replace(cfg, behaviors=FrozenMap({name: behavior}))
+
+
+def live_descendants(pid: int | None = None) -> list[psutil.Process]:
+    """Live descendants of ``pid`` (default: this process), without multiprocessing's resource
+    tracker (it lives as long as its parent and exits with it)."""
+    out = []
+    for proc in psutil.Process(pid).children(recursive=True):
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE and not any(
+                    "resource_tracker" in part for part in proc.cmdline()):
+                out.append(proc)
+        except psutil.NoSuchProcess:
+            continue
+    return out

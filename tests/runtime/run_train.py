@@ -1,0 +1,28 @@
+"""Runs ``train`` on a tiny 3DBall config in its own process (signal tests).
+
+    python tests/runtime/run_train.py RUN_DIR BASE_PORT MODE MAX_STEPS [--resume]
+
+Prints one JSON line with the TrainResult at the end.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.runtime.helpers import tiny_config  # noqa: E402
+from unity_rl.runtime.trainer import train  # noqa: E402
+
+
+def main() -> None:
+    run_dir, port, mode, max_steps = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+    cfg = tiny_config(port, mode=mode, max_steps=max_steps, checkpoint_interval=2000)
+    result = train(cfg, Path(run_dir), resume="--resume" in sys.argv, console=False)
+    print(json.dumps({k: (str(v) if isinstance(v, Path) else v)
+                      for k, v in result._asdict().items()}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

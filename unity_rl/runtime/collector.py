@@ -1,0 +1,201 @@
+"""From a stream of ``StepResult``s to per-agent ``Trajectory``s (the actor's bookkeeping).
+
+Contract (what ``AgentStream`` guarantees, see ``unity_rl.envs.agent_stream``): rows are keyed by
+``AgentKey``; nothing is assumed about order, count or timing of agents.  An agent can be in
+``terminals`` and ``decisions`` of the same result (its episode ended, the next began), a result
+may hold only terminals, agents may appear late or vanish.
+
+Reward attribution (ML-Agents' convention):
+- a decision row's reward is what the agent gathered since its previous decision: it belongs to
+  the agent's previous action (the *pending* transition);
+- a terminal row's reward belongs to the agent's last action, which then ends the episode;
+- the first decision of a new episode has no previous action in that episode: its reward is
+  dropped (Unity reports 0 there anyway).
+
+Cuts and bootstrapping (issue 3 §3, Pardo et al. 2018 "Time Limits in RL"):
+- a terminal row with ``interrupted=False`` ends the trajectory with ``terminated=True``
+  (no bootstrap);
+- a terminal row with ``interrupted=True`` (Unity's max step, or a restarted build) ends it with
+  ``terminated=False``: the learner bootstraps from V(final observation);
+- ``time_horizon`` completed steps cut the trajectory at the next observation (bootstrap);
+- ``flush()`` cuts every open trajectory at its latest observation (bootstrap), so that a segment
+  holds only complete transitions. An action still waiting for its reward stays in the collector
+  and opens the agent's next trajectory.
+
+Observations are flat float32 vectors: the concatenation of the behavior's observations, each
+flattened (``flat_obs``).  Costs are per agent-step O(1) list appends; arrays are stacked once
+per trajectory.
+"""
+from __future__ import annotations
+
+from typing import Hashable, Sequence
+
+import numpy as np
+
+from unity_rl.algos.types import Trajectory
+
+
+def flat_obs(obs: Sequence[np.ndarray]) -> np.ndarray:
+    """[n, obs_dim] float32: the behavior's observations, each flattened, side by side."""
+    if len(obs) == 1 and obs[0].ndim == 2:
+        return np.asarray(obs[0], dtype=np.float32)
+    n = obs[0].shape[0]
+    return np.concatenate([np.asarray(o, np.float32).reshape(n, -1) for o in obs], axis=1)
+
+
+class _AgentTrack:
+    """One agent's open trajectory and episode counters."""
+
+    __slots__ = ("obs", "actions", "logprobs", "values", "rewards", "masks", "latest_obs",
+                 "episode_return", "episode_length")
+
+    def __init__(self) -> None:
+        self.obs: list[np.ndarray] = []
+        self.actions: list[np.ndarray] = []
+        self.logprobs: list[float] = []
+        self.values: list[float] = []
+        self.rewards: list[float] = []
+        self.masks: list[np.ndarray] = []
+        self.latest_obs: np.ndarray | None = None
+        """Observation of the agent's latest decision (the bootstrap point of a cut)."""
+        self.episode_return = 0.0
+        self.episode_length = 0
+
+    @property
+    def pending(self) -> bool:
+        """An action was taken and its reward has not arrived yet."""
+        return len(self.obs) > len(self.rewards)
+
+
+class TrajectoryCollector:
+    """Accumulates transitions per agent and emits trajectories cut as the contract says.
+
+    Use per stream step: ``observe(result)`` (closes pending transitions), then
+    ``record(keys, obs, actions, logprobs, values, masks)`` for the rows acted on.
+    ``take()`` returns the finished trajectories; ``flush()`` also cuts the open ones.
+    """
+
+    def __init__(self, time_horizon: int):
+        if time_horizon < 1:
+            raise ValueError(f"time_horizon must be >= 1, got {time_horizon}")
+        self.time_horizon = time_horizon
+        self._tracks: dict[Hashable, _AgentTrack] = {}
+        self._done: list[Trajectory] = []
+        self.completed_steps = 0
+        """Transitions completed (reward known) since the last ``take``/``flush``."""
+        self.episode_returns: list[float] = []
+        """Returns of episodes that ended since the last ``pop_episodes``."""
+        self.episode_lengths: list[int] = []
+        """Lengths (decisions) of episodes that ended since the last ``pop_episodes``."""
+
+    # -- per step -------------------------------------------------------------------------------
+    def observe(self, result) -> np.ndarray:
+        """Folds one StepResult in; returns the flat observations of its decision rows."""
+        terminals = result.terminals
+        if terminals.keys:
+            final_obs = flat_obs(terminals.obs)
+            rewards = terminals.reward
+            interrupted = terminals.interrupted
+            for i, key in enumerate(terminals.keys):
+                self._end_episode(key, final_obs[i], float(rewards[i]), bool(interrupted[i]))
+        decisions = result.decisions
+        if not decisions.keys:
+            return np.zeros((0, 0), np.float32)
+        obs = flat_obs(decisions.obs)
+        rewards = decisions.reward
+        horizon = self.time_horizon
+        for i, key in enumerate(decisions.keys):
+            track = self._tracks.get(key)
+            if track is None:
+                track = self._tracks[key] = _AgentTrack()
+            elif track.pending:
+                r = float(rewards[i])
+                track.rewards.append(r)
+                track.episode_return += r
+                self.completed_steps += 1
+                if len(track.rewards) >= horizon:
+                    self._cut(track, obs[i], terminated=False)
+            # else: first decision of a (new) episode: its reward belongs to no action.
+            track.latest_obs = obs[i]
+        return obs
+
+    def record(self, keys: Sequence[Hashable], obs: np.ndarray, actions: np.ndarray,
+               logprobs: np.ndarray, values: np.ndarray,
+               masks: np.ndarray | None = None) -> None:
+        """Registers the actions taken for the decision rows just observed (same order)."""
+        tracks = self._tracks
+        for i, key in enumerate(keys):
+            track = tracks[key]
+            if track.pending:
+                raise RuntimeError(f"agent {key} acted twice without a reward in between")
+            track.obs.append(obs[i])
+            track.actions.append(actions[i])
+            track.logprobs.append(logprobs[i])
+            track.values.append(values[i])
+            if masks is not None:
+                track.masks.append(masks[i])
+            track.episode_length += 1
+
+    # -- output ---------------------------------------------------------------------------------
+    def take(self) -> list[Trajectory]:
+        """Finished trajectories (episode ends and time-horizon cuts) since the last call."""
+        done, self._done = self._done, []
+        self.completed_steps = 0
+        return done
+
+    def flush(self) -> list[Trajectory]:
+        """Cuts every open trajectory at its latest observation and returns all finished ones.
+
+        A pending action (reward not yet known) stays open: it starts the agent's next piece.
+        """
+        for track in self._tracks.values():
+            k = len(track.rewards)
+            if k == 0:
+                continue
+            bootstrap = track.obs[k] if track.pending else track.latest_obs
+            self._cut(track, bootstrap, terminated=False)
+        return self.take()
+
+    def pop_episodes(self) -> tuple[list[float], list[int]]:
+        """(returns, lengths) of the episodes that ended since the last call."""
+        out = (self.episode_returns, self.episode_lengths)
+        self.episode_returns, self.episode_lengths = [], []
+        return out
+
+    @property
+    def num_agents(self) -> int:
+        return len(self._tracks)
+
+    # -- internals ------------------------------------------------------------------------------
+    def _end_episode(self, key: Hashable, final_obs: np.ndarray, reward: float,
+                     interrupted: bool) -> None:
+        track = self._tracks.pop(key, None)
+        if track is None:
+            return  # an agent never seen acting: nothing to close
+        if track.pending:
+            track.rewards.append(reward)
+            track.episode_return += reward
+            self.completed_steps += 1
+        if track.rewards:
+            self._cut(track, final_obs, terminated=not interrupted)
+        if track.episode_length > 0:
+            self.episode_returns.append(track.episode_return)
+            self.episode_lengths.append(track.episode_length)
+
+    def _cut(self, track: _AgentTrack, last_obs: np.ndarray, terminated: bool) -> None:
+        """Emits the completed steps of ``track``; a pending step (if any) stays in it."""
+        k = len(track.rewards)
+        self._done.append(Trajectory(
+            obs=np.stack(track.obs[:k]).astype(np.float32, copy=False),
+            actions=np.stack(track.actions[:k]),
+            logprobs=np.asarray(track.logprobs[:k], np.float32),
+            values=np.asarray(track.values[:k], np.float32),
+            rewards=np.asarray(track.rewards, np.float32),
+            last_obs=np.array(last_obs, np.float32),
+            terminated=terminated,
+            action_masks=np.stack(track.masks[:k]) if track.masks else None,
+        ))
+        del track.obs[:k], track.actions[:k], track.logprobs[:k], track.values[:k]
+        if track.masks:
+            del track.masks[:k]
+        track.rewards = []
