@@ -4,8 +4,8 @@ Contract:
 - ``reset()`` resets every build and returns one ``BuildOutput`` per build;
 - ``send_step(b, actions)`` hands build b the actions of its agents that requested decisions
   (per behavior, rows in the order of the last ``DecisionSteps``) and returns at once;
-- ``receive(builds)`` yields each build's ``BuildOutput`` as soon as it arrives, waiting on all
-  their pipes at once. A build that exits or does not answer within ``step_timeout`` is stopped
+- ``receive(builds)`` yields each build's ``BuildOutput`` as soon as it arrives; every build's
+  communicator notifies one shared queue, so waiting for N builds is one blocking wait. A build that exits or does not answer within ``step_timeout`` is stopped
   and relaunched alone on its port (when the ``RestartQuota`` allows, else ``BuildFailedError``);
   its output then comes from the fresh build's reset and carries ``restarted`` = the reason.
   The other builds are not touched: their agents keep their episodes.
@@ -13,9 +13,9 @@ Contract:
 from __future__ import annotations
 
 import logging
+import queue
 import time
 from concurrent.futures import ThreadPoolExecutor
-from multiprocessing.connection import wait
 from typing import Iterable, Iterator, Mapping, NamedTuple
 
 from mlagents_envs.base_env import ActionTuple, BehaviorSpec, DecisionSteps, TerminalSteps
@@ -67,6 +67,8 @@ class BuildSet:
         self.restart_count = [0] * num_builds
         self._builds: list[UnityBuild | None] = [None] * num_builds
         self._sent_at = [0.0] * num_builds
+        # One token per message any build sends: what receive() blocks on.
+        self._arrivals: queue.SimpleQueue = queue.SimpleQueue()
         self._launch_all()
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -77,12 +79,16 @@ class BuildSet:
             errors = []
             for b, future in enumerate(futures):
                 try:
-                    self._builds[b] = future.result()
+                    self._adopt(b, future.result())
                 except Exception as err:  # collected, then re-raised after cleanup
                     errors.append(err)
         if errors:
             self.close()
             raise errors[0]
+
+    def _adopt(self, b: int, env: UnityBuild) -> None:
+        env.set_listener(lambda: self._arrivals.put(None))
+        self._builds[b] = env
 
     def close(self) -> None:
         """Stops every build; safe to call twice."""
@@ -133,18 +139,27 @@ class BuildSet:
 
     def receive(self, builds: Iterable[int]) -> Iterator[BuildOutput]:
         """Yields the answer of each build in ``builds`` as it arrives."""
-        waiting = {self.build(b).connection: b for b in builds}
+        waiting = list(builds)
+        next_check = time.monotonic() + PROCESS_POLL_INTERVAL
         while waiting:
-            ready = wait(list(waiting), timeout=PROCESS_POLL_INTERVAL)
-            for conn in ready:
-                b = waiting.pop(conn)
+            ready = [b for b in waiting if self.build(b).has_answer()]
+            for b in ready:
+                waiting.remove(b)
                 yield self._read(b)
-            if not ready:
-                for conn, b in list(waiting.items()):
+            if ready or not waiting:
+                continue
+            if time.monotonic() >= next_check:
+                next_check = time.monotonic() + PROCESS_POLL_INTERVAL
+                for b in list(waiting):
                     failure = self._check_waiting(b)
                     if failure is not None:
-                        del waiting[conn]
+                        waiting.remove(b)
                         yield self._restart(b, failure)
+                continue
+            try:  # a token per arrival; a stale one only costs one more look
+                self._arrivals.get(timeout=max(0.0, next_check - time.monotonic()))
+            except queue.Empty:
+                pass  # time to check the waiting builds' processes and deadlines
 
     def _read(self, b: int) -> BuildOutput:
         env = self.build(b)
@@ -178,7 +193,7 @@ class BuildSet:
             )
         logger.warning("build %d (port %d) failed: %s; restarting it alone", b, port, reason)
         stop_build(self.build(b), grace_s=1.0)
-        self._builds[b] = launch_build(self.settings, b, self.seed + b)
+        self._adopt(b, launch_build(self.settings, b, self.seed + b))
         self.restart_count[b] += 1
         self._send(b, UnityBuild.send_reset)
         fresh = next(self.receive([b]))

@@ -1,11 +1,18 @@
 """The communicator seam: the one place that touches mlagents-envs' gRPC plumbing.
 
-``UnityBuild`` is mlagents-envs 1.1.0's ``UnityEnvironment`` with its exchange split in two
-halves, ``send_*`` and ``receive``, so that the Python side can hand actions to N builds first and
-then collect their answers as they come: the builds simulate in parallel while Python waits on
-all their pipes at once (``multiprocessing.connection.wait``), with no busy polling.  Launch,
-handshake, side channels, message parsing and close are mlagents-envs' own code, unchanged.
+``UnityBuild`` is mlagents-envs 1.1.0's ``UnityEnvironment`` with two changes, both confined to
+its communicator:
 
+1. **Split phase.** The exchange is split into ``send_*`` and ``receive`` so that the Python side
+   hands actions to N builds first and then collects their answers as they come: the builds
+   simulate in parallel while Python waits.
+2. **No pickling hop.** mlagents-envs passes every message between its gRPC server thread and the
+   main thread through a ``multiprocessing.Pipe``, which pickles the protobuf message, i.e.
+   serialises and re-parses it in pure-Python protobuf, in both directions. Here the servicer
+   hands the parsed message over an in-process queue instead; each arrival also notifies an
+   optional listener (``BuildSet`` waits on one queue for all its builds, with no busy polling).
+
+Launch, handshake content, side channels, message parsing and close are mlagents-envs' own code.
 It relies on private members of ``UnityEnvironment`` (pinned at ==1.1.0): ``_communicator``,
 ``_env_actions``, ``_env_specs``, ``_env_state``, ``_generate_step_input``,
 ``_generate_reset_input``, ``_update_behavior_specs``, ``_update_state``, ``_poll_process``.
@@ -13,56 +20,113 @@ A faster protocol path replaces this module and nothing else.
 """
 from __future__ import annotations
 
+import queue
 import time
-from multiprocessing.connection import Connection
-from typing import Optional
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Optional
 
+import grpc
 from mlagents_envs.communicator_objects.unity_input_pb2 import UnityInputProto
 from mlagents_envs.communicator_objects.unity_message_pb2 import UnityMessageProto
 from mlagents_envs.communicator_objects.unity_output_pb2 import UnityOutputProto
+from mlagents_envs.communicator_objects.unity_to_external_pb2_grpc import (
+    UnityToExternalProtoServicer,
+    add_UnityToExternalProtoServicer_to_server,
+)
 from mlagents_envs.environment import UnityEnvironment
-from mlagents_envs.exception import UnityCommunicatorStoppedException, UnityTimeOutException
+from mlagents_envs.exception import (
+    UnityCommunicatorStoppedException,
+    UnityTimeOutException,
+    UnityWorkerInUseException,
+)
 from mlagents_envs.rpc_communicator import RpcCommunicator
 
 # How often a wait on a build re-checks that its process is alive (seconds).
 PROCESS_POLL_INTERVAL = 0.5
 
 
-class SplitPhaseCommunicator(RpcCommunicator):
-    """``RpcCommunicator`` with ``exchange`` split into ``send`` and ``receive``.
+class _QueueServicer(UnityToExternalProtoServicer):
+    """gRPC handler: each Exchange call hands the build's message to Python and waits for the
+    reply. One call is in flight at a time (the build is a strict request/reply client)."""
 
-    ``poll_for_timeout`` is replaced because the original polls with ``timeout_wait // 10``
-    seconds between liveness checks, which is a busy loop for timeouts under 10 s.
-    """
+    def __init__(self) -> None:
+        self.requests: queue.SimpleQueue = queue.SimpleQueue()
+        self.replies: queue.SimpleQueue = queue.SimpleQueue()
+        self.listener: Callable[[], None] | None = None
 
-    @property
-    def connection(self) -> Connection:
-        """The pipe end that becomes readable when the build's answer has arrived."""
-        return self.unity_to_external.parent_conn
+    def Exchange(self, request, context):  # noqa: N802 - gRPC's name
+        self.requests.put(request)
+        listener = self.listener
+        if listener is not None:
+            listener()
+        return self.replies.get()
+
+
+class QueueCommunicator(RpcCommunicator):
+    """``RpcCommunicator`` with ``exchange`` split into ``send``/``receive`` over queues."""
+
+    def create_server(self):
+        self.check_port(self.port)
+        try:
+            self.server = grpc.server(thread_pool=ThreadPoolExecutor(max_workers=2),
+                                      options=(("grpc.so_reuseport", 1),))
+            self.unity_to_external = _QueueServicer()
+            add_UnityToExternalProtoServicer_to_server(self.unity_to_external, self.server)
+            self.server.add_insecure_port("[::]:" + str(self.port))
+            self.server.start()
+            self.is_open = True
+        except Exception as err:  # mlagents-envs reports any bind failure this way
+            raise UnityWorkerInUseException(self.worker_id) from err
+
+    def set_listener(self, listener: Callable[[], None] | None) -> None:
+        """``listener()`` is called (from a gRPC thread) whenever the build sends a message."""
+        self.unity_to_external.listener = listener
+
+    def has_message(self) -> bool:
+        return not self.unity_to_external.requests.empty()
 
     def poll_for_timeout(self, poll_callback=None) -> None:
         deadline = time.monotonic() + self.timeout_wait
-        while True:
+        while not self.has_message():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise UnityTimeOutException(
                     f"The Unity environment on port {self.port} did not answer within "
-                    f"{self.timeout_wait:g} s."
-                )
-            if self.connection.poll(min(PROCESS_POLL_INTERVAL, remaining)):
-                return
-            if poll_callback:
-                poll_callback()
+                    f"{self.timeout_wait:g} s.")
+            try:
+                message = self.unity_to_external.requests.get(
+                    timeout=min(PROCESS_POLL_INTERVAL, remaining))
+            except queue.Empty:
+                if poll_callback:
+                    poll_callback()
+                continue
+            self._peeked = message
+            return
+
+    def _next_message(self) -> UnityMessageProto:
+        message = getattr(self, "_peeked", None)
+        if message is not None:
+            self._peeked = None
+            return message
+        return self.unity_to_external.requests.get_nowait()
+
+    def initialize(self, inputs: UnityInputProto, poll_callback=None) -> UnityOutputProto:
+        self.poll_for_timeout(poll_callback)
+        academy_output = self._next_message().unity_output
+        self.send(inputs)
+        self.poll_for_timeout(poll_callback)
+        self._next_message()  # the second handshake call: an empty output
+        return academy_output
 
     def send(self, inputs: UnityInputProto) -> None:
         message = UnityMessageProto()
         message.header.status = 200
         message.unity_input.CopyFrom(inputs)
-        self.connection.send(message)
+        self.unity_to_external.replies.put(message)
 
     def receive(self, poll_callback=None) -> Optional[UnityOutputProto]:
         self.poll_for_timeout(poll_callback)
-        output = self.connection.recv()
+        output = self._next_message()
         if output.header.status != 200:
             return None
         return output.unity_output
@@ -71,22 +135,35 @@ class SplitPhaseCommunicator(RpcCommunicator):
         self.send(inputs)
         return self.receive(poll_callback)
 
+    def close(self):
+        if self.is_open:
+            goodbye = UnityMessageProto()
+            goodbye.header.status = 400
+            self.unity_to_external.replies.put(goodbye)
+            self.unity_to_external.listener = None
+            self.server.stop(False)
+            self.is_open = False
+
 
 class UnityBuild(UnityEnvironment):
     """A ``UnityEnvironment`` that can send a step or reset now and receive its answer later."""
 
     @staticmethod
     def _get_communicator(worker_id, base_port, timeout_wait):
-        return SplitPhaseCommunicator(worker_id, base_port, timeout_wait)
-
-    @property
-    def connection(self) -> Connection:
-        return self._communicator.connection
+        return QueueCommunicator(worker_id, base_port, timeout_wait)
 
     @property
     def process(self):
         """The build's ``subprocess.Popen`` (None once closed)."""
         return self._process
+
+    def set_listener(self, listener: Callable[[], None] | None) -> None:
+        """Called from a gRPC thread each time the build sends a message."""
+        self._communicator.set_listener(listener)
+
+    def has_answer(self) -> bool:
+        """True when the answer to the last send has arrived (``receive`` will not block)."""
+        return self._communicator.has_message()
 
     def set_answer_timeout(self, seconds: float) -> None:
         """How long ``receive`` waits for an answer before raising UnityTimeOutException."""
