@@ -197,7 +197,7 @@ class EnvConfig:
     base_port: int = 5005
     """First gRPC port; build i uses base_port + i."""
     num_envs: int = 1
-    """Builds launched per actor."""
+    """Builds launched in all (mlagents-learn's --num-envs), split over unity_rl.num_actors."""
     num_areas: int = 1
     """Training areas each build instantiates (sent in the handshake)."""
     seed: int = -1

@@ -186,3 +186,15 @@ def test_restart_quota_spent_is_a_clear_error(free_base_port):
         psutil.Process(env.builds.pids()[0]).kill()
         with pytest.raises(BuildFailedError, match=r"Build 0 \(port \d+\).*lifetime restarts"):
             env.step(env.action_space.sample())
+
+
+def test_environment_parameters_reach_the_build(free_base_port):
+    """With gravity 0 no ball falls under random actions; with the default some do."""
+    def falls(env_parameters):
+        with UnityVecEnv(BALL, base_port=free_base_port(1), timeout_wait=30, seed=2,
+                         env_parameters=env_parameters) as env:
+            env.reset()
+            env.action_space.seed(2)
+            return sum(int(env.step(env.action_space.sample())[2].sum()) for _ in range(120))
+    assert falls({"gravity": 0.0}) == 0
+    assert falls(None) > 0

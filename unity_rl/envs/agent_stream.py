@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from typing import NamedTuple, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 from mlagents_envs.base_env import BehaviorSpec
@@ -48,13 +48,15 @@ class StepResult(NamedTuple):
 def make_launch_settings(env_path: str, *, base_port: int, worker_id_start: int,
                          no_graphics: bool, time_scale: float, env_args: Sequence[str],
                          timeout_wait: float, step_timeout: float | None,
-                         log_dir: str | None) -> LaunchSettings:
+                         log_dir: str | None,
+                         env_parameters: Mapping[str, Any] | None = None) -> LaunchSettings:
     return LaunchSettings(
         env_path=str(env_path), base_port=base_port, worker_id_start=worker_id_start,
         no_graphics=no_graphics, time_scale=time_scale, env_args=tuple(env_args),
         timeout_wait=timeout_wait,
         step_timeout=timeout_wait if step_timeout is None else step_timeout,
         log_dir=log_dir if log_dir is not None else tempfile.mkdtemp(prefix="unity_rl_logs_"),
+        env_parameters=tuple((env_parameters or {}).items()),
     )
 
 
@@ -65,11 +67,13 @@ class AgentStream:
                  worker_id_start: int = 0, no_graphics: bool = True, time_scale: float = 20.0,
                  env_args: Sequence[str] = (), seed: int = 0, timeout_wait: float = 60.0,
                  behavior_name: str | None = None, log_dir: str | None = None,
-                 step_timeout: float | None = None, restart_quota: RestartQuota | None = None):
+                 step_timeout: float | None = None, restart_quota: RestartQuota | None = None,
+                 env_parameters: Mapping[str, Any] | None = None):
         settings = make_launch_settings(
             env_path, base_port=base_port, worker_id_start=worker_id_start,
             no_graphics=no_graphics, time_scale=time_scale, env_args=env_args,
-            timeout_wait=timeout_wait, step_timeout=step_timeout, log_dir=log_dir)
+            timeout_wait=timeout_wait, step_timeout=step_timeout, log_dir=log_dir,
+            env_parameters=env_parameters)
         self.builds = BuildSet(settings, num_builds, seed, restart_quota)
         try:
             first = self.builds.reset()

@@ -18,6 +18,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 from mlagents_envs.exception import UnityEnvironmentException, UnityTimeOutException
@@ -64,8 +65,10 @@ class LaunchSettings:
     """Seconds a running build may take to answer one step before it counts as hung."""
     log_dir: str | None = None
     """Folder for the per-build log files (created if missing)."""
-    env_parameters: tuple[tuple[str, float], ...] = ()
-    """Environment parameters (name, value) sent to every build at start-up."""
+    env_parameters: tuple[tuple[str, Any], ...] = ()
+    """Environment parameters sent to every build at start-up: (name, float) for a constant, or
+    (name, spec) with spec having ``sampler_type`` uniform|gaussian|multirangeuniform and the
+    matching fields of ``unity_rl.config.EnvironmentParameter``."""
 
 
 @dataclass
@@ -164,7 +167,7 @@ def _start(settings: LaunchSettings, executable: str, build: int, worker_id: int
     engine.set_configuration_parameters(time_scale=settings.time_scale)
     parameters = EnvironmentParametersChannel()
     for name, value in settings.env_parameters:
-        parameters.set_float_parameter(name, float(value))
+        send_environment_parameter(parameters, name, value, seed)
     try:
         env = UnityBuild(
             file_name=executable,
@@ -190,6 +193,26 @@ def _start(settings: LaunchSettings, executable: str, build: int, worker_id: int
         ) from err
     env.set_answer_timeout(settings.step_timeout)
     return env
+
+
+def send_environment_parameter(channel: EnvironmentParametersChannel, name: str, value: Any,
+                               seed: int) -> None:
+    """Queues one environment parameter (a float, or a sampler spec) on ``channel``."""
+    kind = getattr(value, "sampler_type", "constant")
+    sampler_seed = getattr(value, "seed", -1)
+    sampler_seed = seed if sampler_seed is None or sampler_seed < 0 else sampler_seed
+    if kind == "constant":
+        channel.set_float_parameter(name, float(getattr(value, "value", value)))
+    elif kind == "uniform":
+        channel.set_uniform_sampler_parameters(name, value.min_value, value.max_value,
+                                               sampler_seed)
+    elif kind == "gaussian":
+        channel.set_gaussian_sampler_parameters(name, value.mean, value.st_dev, sampler_seed)
+    elif kind == "multirangeuniform":
+        channel.set_multirangeuniform_sampler_parameters(
+            name, [list(i) for i in value.intervals], sampler_seed)
+    else:
+        raise ValueError(f"environment parameter '{name}': unknown sampler_type {kind!r}")
 
 
 def stop_build(env: UnityBuild, grace_s: float = 5.0) -> None:

@@ -19,7 +19,7 @@ for discrete behaviors.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
@@ -73,11 +73,13 @@ class UnityVecEnv(VectorEnv):
                  worker_id_start: int = 0, no_graphics: bool = True, time_scale: float = 20.0,
                  env_args: Sequence[str] = (), seed: int = 0, timeout_wait: float = 60.0,
                  behavior_name: str | None = None, log_dir: str | None = None,
-                 step_timeout: float | None = None, restart_quota: RestartQuota | None = None):
+                 step_timeout: float | None = None, restart_quota: RestartQuota | None = None,
+                 env_parameters: Mapping[str, Any] | None = None):
         settings = make_launch_settings(
             env_path, base_port=base_port, worker_id_start=worker_id_start,
             no_graphics=no_graphics, time_scale=time_scale, env_args=env_args,
-            timeout_wait=timeout_wait, step_timeout=step_timeout, log_dir=log_dir)
+            timeout_wait=timeout_wait, step_timeout=step_timeout, log_dir=log_dir,
+            env_parameters=env_parameters)
         self._attach(BuildSet(settings, num_builds, seed, restart_quota), behavior_name)
 
     @classmethod
