@@ -45,7 +45,13 @@ logger = logging.getLogger(__name__)
 
 
 class Policy(Protocol):
-    """What an actor needs of a policy copy (``unity_rl.algos.ppo.PPOPolicy`` fits)."""
+    """What an actor needs of a policy copy (``unity_rl.algos.ppo.PPOPolicy`` fits).
+
+    Optional hooks, used when present (DDPG's ``unity_rl.runtime.offpolicy_actor``): with
+    ``wants_agent_keys = True``, ``act`` also gets ``agent_keys=`` (the decision rows' agents) and
+    ``episodes_ended(keys)`` is called for the agents of each step's terminal rows;
+    ``finish_segment(segment) -> segment`` sees each segment before it is sent.
+    """
 
     def act(self, obs: np.ndarray, action_mask: np.ndarray | None = None,
             deterministic: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
@@ -185,10 +191,15 @@ class Actor:
         collector, stream, policy = self.collector, self.stream, self.policy
         target = self.spec.segment_steps
         result, obs = self._result, self._obs
+        keyed = getattr(policy, "wants_agent_keys", False)
         while collector.completed_steps < target:
             decisions = result.decisions
             if decisions.keys:
-                actions, logprobs, values = policy.act(obs, decisions.action_mask)
+                if keyed:
+                    actions, logprobs, values = policy.act(obs, decisions.action_mask,
+                                                           agent_keys=decisions.keys)
+                else:
+                    actions, logprobs, values = policy.act(obs, decisions.action_mask)
                 collector.record(decisions.keys, obs, actions, logprobs, values,
                                  decisions.action_mask)
                 result = stream.step(actions)  # the stream clips continuous actions to ±1
@@ -200,15 +211,19 @@ class Actor:
                     logger.warning("actor %d: build %d restarted: %s",
                                    self.spec.actor_id, build, reason)
             obs = collector.observe(result)
+            if keyed and result.terminals.keys:
+                policy.episodes_ended(result.terminals.keys)
             self._result, self._obs = result, obs
             if on_step is not None and on_step():
                 return None
         trajectories = collector.flush()
         returns, lengths = collector.pop_episodes()
-        return Segment(trajectories=trajectories, policy_version=self.version,
-                       actor_id=self.spec.actor_id,
-                       agent_steps=sum(len(t.rewards) for t in trajectories),
-                       episode_returns=returns, episode_lengths=lengths)
+        segment = Segment(trajectories=trajectories, policy_version=self.version,
+                          actor_id=self.spec.actor_id,
+                          agent_steps=sum(len(t.rewards) for t in trajectories),
+                          episode_returns=returns, episode_lengths=lengths)
+        finish = getattr(policy, "finish_segment", None)
+        return finish(segment) if finish is not None else segment
 
     def close(self) -> None:
         if self.stream is not None:

@@ -72,7 +72,7 @@ class LocalProcessBackend(ActorBackend):
         self._heartbeats: list = []
         self._results = None
         self._infos: dict[int, ActorInfo] = {}
-        self._children: dict[int, set[int]] = {}
+        self._children: dict[int, dict[int, psutil.Process]] = {}
         self._stopped = False
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -136,7 +136,7 @@ class LocalProcessBackend(ActorBackend):
             return
         self._stopped = True
         for proc in self._procs:  # remember build processes while their parent still lives
-            self._children[proc.pid] = _child_pids(proc.pid)
+            self._children[proc.pid] = _children(proc.pid)
         for event, inbox in zip(self._stop_events, self._inboxes):
             event.set()
             inbox.put(Command(ToActor.STOP))
@@ -147,7 +147,7 @@ class LocalProcessBackend(ActorBackend):
             if proc.is_alive():
                 logger.warning("actor %s did not stop within %.0f s: terminating it",
                                proc.name, self.stop_timeout)
-                self._children[proc.pid] |= _child_pids(proc.pid)
+                self._children[proc.pid].update(_children(proc.pid))
                 proc.terminate()
         for proc in self._procs:
             proc.join(5.0)
@@ -155,7 +155,7 @@ class LocalProcessBackend(ActorBackend):
                 proc.kill()
                 proc.join(5.0)
         for proc in self._procs:
-            _kill_leftovers(self._children.get(proc.pid, set()))
+            _kill_leftovers(self._children.get(proc.pid, {}).values())
         self._drain(0.0)
         for inbox in self._inboxes:
             inbox.cancel_join_thread()
@@ -204,6 +204,8 @@ class LocalProcessBackend(ActorBackend):
 
     def _drain(self, timeout: float) -> None:
         """Discards reports during stop; failures are logged, not raised."""
+        if self._results is None:
+            return
         try:
             while True:
                 report = self._results.get(timeout=timeout) if timeout > 0 \
@@ -281,22 +283,23 @@ def _limit_torch_threads(num_threads: int) -> None:
         logger.debug("interop threads already set: %s", err)
 
 
-def _child_pids(pid: int) -> set[int]:
+def _children(pid: int) -> dict[int, psutil.Process]:
+    """Descendants of ``pid`` (psutil remembers their start times: pid reuse is detected)."""
     try:
-        return {c.pid for c in psutil.Process(pid).children(recursive=True)}
+        return {c.pid: c for c in psutil.Process(pid).children(recursive=True)}
     except psutil.Error:
-        return set()
+        return {}
 
 
-def _kill_leftovers(pids: set[int]) -> None:
+def _kill_leftovers(procs) -> None:
     """Kills build processes that outlived their actor (it was killed before closing them)."""
     from unity_rl.envs.launcher import kill_process_tree
 
-    for pid in pids:
+    for proc in procs:
         try:
-            alive = psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+            if not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE:
+                continue  # gone (is_running is False for a reused pid too)
         except psutil.NoSuchProcess:
             continue
-        if alive:
-            logger.warning("killing leftover build process %d", pid)
-        kill_process_tree(pid)
+        logger.warning("killing leftover build process %d", proc.pid)
+        kill_process_tree(proc.pid)

@@ -15,3 +15,10 @@ def ppo_policy(obs_dim: int, action_spec: Any, seed: int, *, network_cfg: Networ
     from unity_rl.algos.ppo import PPOPolicy
 
     return PPOPolicy(obs_dim, action_spec, network_cfg, seed=seed, num_threads=1)
+
+
+def ddpg_policy(obs_dim: int, action_spec: Any, seed: int, **options):
+    """A ``DDPGActorPolicy`` (options: network_cfg, ddpg_cfg, replay_link; see offpolicy_actor)."""
+    from unity_rl.runtime.offpolicy_actor import DDPGActorPolicy
+
+    return DDPGActorPolicy(obs_dim, action_spec, seed, **options)

@@ -126,17 +126,50 @@ def make_learner(behavior: BehaviorConfig, info: ActorInfo, device: str, num_thr
                      f"yet; use trainer_type: ppo")
 
 
+class _PPOTraining:
+    """``trainer_type: ppo``: the factories above and the wirings of ``runners.py``."""
+
+    def __init__(self, cfg: RunConfig, behavior: BehaviorConfig):
+        self.cfg, self.behavior = cfg, behavior
+
+    def policy_factory(self):
+        return policy_factory(self.behavior)
+
+    def make_learner(self, info: ActorInfo, device: str, num_threads: int, seed: int):
+        return make_learner(self.behavior, info, device, num_threads, seed)
+
+    def make_runner(self, backend: ActorBackend, learner):
+        rl = self.cfg.unity_rl
+        return make_runner(rl.mode, backend, learner,
+                           buffer_steps=self.behavior.hyperparameters.buffer_size,
+                           max_policy_lag=rl.max_policy_lag)
+
+    def close(self) -> None:
+        pass
+
+
+def make_training(cfg: RunConfig, behavior: BehaviorConfig):
+    """The one dispatch on trainer_type: what supplies the actors' policy factory, the learner
+    and the runner, and frees their resources after the final checkpoint (``close``)."""
+    if behavior.trainer_type == "ddpg":
+        from unity_rl.runtime.offpolicy import DDPGTraining  # replay, Ape-X: docs/ddpg.md
+        return DDPGTraining(cfg, behavior)
+    return _PPOTraining(cfg, behavior)
+
+
 def actor_specs(cfg: RunConfig, behavior_name: str | None, behavior: BehaviorConfig,
                 log_dir: Path, seed: int, start_steps: int = 0,
-                actor_env_args: Sequence[Sequence[str]] | None = None) -> list[ActorSpec]:
-    """One ``ActorSpec`` per actor of the run (pickles; backend-independent)."""
+                actor_env_args: Sequence[Sequence[str]] | None = None,
+                factory=None) -> list[ActorSpec]:
+    """One ``ActorSpec`` per actor of the run (pickles; backend-independent); ``factory``: the
+    actors' policy factory (default: ``policy_factory(behavior)``)."""
     env, engine, rl = cfg.env_settings, cfg.engine_settings, cfg.unity_rl
     if env.env_path is None:
         raise ValueError("env_settings.env_path (--env) is required: the path of a Unity build")
     if actor_env_args is not None and len(actor_env_args) != rl.num_actors:
         raise ValueError(f"actor_env_args has {len(actor_env_args)} entries for "
                          f"{rl.num_actors} actors")
-    factory = policy_factory(behavior)
+    factory = factory if factory is not None else policy_factory(behavior)
     segment_steps = rl.resolve_segment_steps(behavior)
     specs = []
     for k, (first_worker, count) in enumerate(split_builds(env.num_envs, rl.num_actors)):
@@ -158,7 +191,7 @@ def actor_specs(cfg: RunConfig, behavior_name: str | None, behavior: BehaviorCon
     return specs
 
 
-def _wire(cfg: RunConfig, specs: list[ActorSpec], behavior: BehaviorConfig):
+def _wire(cfg: RunConfig, specs: list[ActorSpec], training):
     """The one place where mode x backend are chosen: returns (backend, runner factory)."""
     rl = cfg.unity_rl
     options: dict[str, Any] = {}
@@ -167,9 +200,7 @@ def _wire(cfg: RunConfig, specs: list[ActorSpec], behavior: BehaviorConfig):
     backend = make_backend(rl.backend, specs, **options)
 
     def runner_for(learner):
-        return make_runner(rl.mode, backend, learner,
-                           buffer_steps=behavior.hyperparameters.buffer_size,
-                           max_policy_lag=rl.max_policy_lag)
+        return training.make_runner(backend, learner)  # mode: sync | async
 
     return backend, runner_for
 
@@ -238,8 +269,9 @@ class _Run:
     """State of one training session (built piecewise so that clean-up knows what exists)."""
 
     def __init__(self, cfg: RunConfig, run_dir: Path, behavior: BehaviorConfig,
-                 checkpoints: CheckpointManager, state: dict | None, seed: int):
+                 checkpoints: CheckpointManager, state: dict | None, seed: int, training=None):
         self.cfg, self.run_dir, self.behavior = cfg, run_dir, behavior
+        self.training = training if training is not None else make_training(cfg, behavior)
         self.checkpoints = checkpoints
         self.resume_state = state
         self.seed = seed
@@ -274,7 +306,7 @@ class _Run:
         rl, device = self.cfg.unity_rl, self.cfg.torch_settings.device
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.learner = make_learner(self.behavior, first, device, rl.torch_threads, self.seed)
+        self.learner = self.training.make_learner(first, device, rl.torch_threads, self.seed)
         state = self.resume_state
         if state is not None:
             self.learner.load_state_dict(state["learner"])
@@ -378,10 +410,11 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
                                   f"(format {state.get('format')!r})")
     seed = int(state["seed"]) if state else _resolve_seed(cfg)
     _seed_everything(seed)
-    run = _Run(cfg, run_dir, behavior, checkpoints, state, seed)
+    training = make_training(cfg, behavior)
+    run = _Run(cfg, run_dir, behavior, checkpoints, state, seed, training)
     specs = actor_specs(cfg, behavior_name, behavior, run_dir / "run_logs", seed,
-                        run.agent_steps, actor_env_args)
-    backend, runner_for = _wire(cfg, specs, behavior)
+                        run.agent_steps, actor_env_args, factory=training.policy_factory())
+    backend, runner_for = _wire(cfg, specs, training)
     interrupted = False
     save_at_end = False  # normal end, Ctrl-C/SIGTERM, or an actor failure: the learner is sound
     policy_path = torch_policy_path = None
@@ -413,6 +446,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
                     logger.info("actors stopped in %.1f s, final checkpoint and policy saved in "
                                 "%.1f s", t1 - t0, time.perf_counter() - t1)
         finally:
+            training.close()  # after the final checkpoint (DDPG: frees shared replay memory)
             if run.metrics is not None:
                 wall_seconds = run.metrics.elapsed()
                 run.metrics.close()
