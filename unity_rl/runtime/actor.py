@@ -98,6 +98,8 @@ class StreamSettings:
     """Restarts allowed per rate-limit period (-1: unlimited)."""
     restarts_rate_limit_period_s: float = 60.0
     """Length of the rate-limit period."""
+    env_parameters: tuple[tuple[str, Any], ...] = ()
+    """Environment parameters sent to the builds: (name, float or sampler spec)."""
 
     def open(self):
         """Starts the builds and returns the ``AgentStream`` over them."""
@@ -111,7 +113,8 @@ class StreamSettings:
             worker_id_start=self.worker_id_start, no_graphics=self.no_graphics,
             time_scale=self.time_scale, env_args=self.env_args, seed=self.seed,
             timeout_wait=self.timeout_wait, behavior_name=self.behavior_name,
-            log_dir=self.log_dir, step_timeout=self.step_timeout, restart_quota=quota)
+            log_dir=self.log_dir, step_timeout=self.step_timeout, restart_quota=quota,
+            env_parameters=dict(self.env_parameters))
 
 
 @dataclass(frozen=True)

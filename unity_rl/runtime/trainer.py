@@ -182,7 +182,8 @@ def actor_specs(cfg: RunConfig, behavior_name: str | None, behavior: BehaviorCon
             behavior_name=behavior_name, log_dir=str(log_dir),
             max_lifetime_restarts=env.max_lifetime_restarts,
             restarts_rate_limit_n=env.restarts_rate_limit_n,
-            restarts_rate_limit_period_s=float(env.restarts_rate_limit_period_s))
+            restarts_rate_limit_period_s=float(env.restarts_rate_limit_period_s),
+            env_parameters=tuple(cfg.environment_parameters.items()))
         policy_seed = int(np.random.SeedSequence([seed, k, start_steps]).generate_state(1)[0])
         specs.append(ActorSpec(
             actor_id=k, stream=stream, policy_factory=factory, segment_steps=segment_steps,

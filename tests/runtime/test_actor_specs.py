@@ -1,0 +1,44 @@
+"""What the trainer hands each actor: build ranges, ports, environment parameters."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from mlagents_envs.side_channel.environment_parameters_channel import (
+    EnvironmentParametersChannel,
+)
+
+from unity_rl.config import load_config
+from unity_rl.envs.launcher import send_environment_parameter
+from unity_rl.runtime.trainer import actor_specs, training_behavior
+
+CONFIG = """
+behaviors:
+  3DBall:
+    trainer_type: ppo
+env_settings:
+  env_path: unity_builds/3DBall
+  num_envs: 3
+environment_parameters:
+  gravity: 4.5
+  scale:
+    sampler_type: uniform
+    sampler_parameters: {min_value: 0.5, max_value: 1.5}
+unity_rl:
+  num_actors: 2
+"""
+
+
+def test_builds_split_over_actors_and_parameters_reach_every_stream(tmp_path: Path):
+    path = tmp_path / "run.yaml"
+    path.write_text(CONFIG)
+    cfg = load_config(path)
+    name, behavior = training_behavior(cfg)
+    specs = actor_specs(cfg, name, behavior, tmp_path, seed=1)
+    assert [(s.stream.worker_id_start, s.stream.num_builds) for s in specs] == [(0, 2), (2, 1)]
+    for spec in specs:
+        params = dict(spec.stream.env_parameters)
+        assert set(params) == {"gravity", "scale"}
+        channel = EnvironmentParametersChannel()
+        for key, value in params.items():
+            send_environment_parameter(channel, key, value, seed=1)
+        assert len(channel.message_queue) == 2
