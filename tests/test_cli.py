@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from unity_rl import cli
@@ -216,8 +217,6 @@ def test_sigterm_becomes_keyboard_interrupt():
 
 # -- end to end on the 3DBall stand-in (tiny budgets) ----------------------------------------------
 
-needs_standin = pytest.mark.skipif(not (STANDIN.parent / "3DBall.x86_64").exists(),
-                                   reason="the 3DBall stand-in build is missing")
 
 
 def _tiny_config(tmp_path: Path, **behavior_changes) -> Path:
@@ -279,7 +278,6 @@ def _csv_steps(run_dir: Path) -> list[int]:
 
 
 @pytest.mark.slow
-@needs_standin
 def test_train_evaluate_export_and_run_folder_rules(tmp_path, free_base_port):
     import onnxruntime as ort
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -327,7 +325,6 @@ def test_train_evaluate_export_and_run_folder_rules(tmp_path, free_base_port):
 
 
 @pytest.mark.slow
-@needs_standin
 def test_train_async_two_actors(tmp_path, free_base_port):
     config = _tiny_config(tmp_path)
     result = _cli("train", str(config), "--mode", "async", "--num-actors", "2", "--num-envs", "2",
@@ -340,7 +337,6 @@ def test_train_async_two_actors(tmp_path, free_base_port):
 
 
 @pytest.mark.slow
-@needs_standin
 def test_resume_after_sigkill_continues_the_step_count(tmp_path, free_base_port):
     config = _tiny_config(tmp_path, max_steps=1_000_000)
     results = tmp_path / "results"
@@ -376,7 +372,6 @@ def test_resume_after_sigkill_continues_the_step_count(tmp_path, free_base_port)
 
 
 @pytest.mark.slow
-@needs_standin
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_interrupt_checkpoints_and_leaves_no_processes(tmp_path, free_base_port, sig):
     config = _tiny_config(tmp_path, max_steps=1_000_000)
@@ -403,8 +398,30 @@ def test_interrupt_checkpoints_and_leaves_no_processes(tmp_path, free_base_port,
 
 
 @pytest.mark.slow
-@needs_standin
 def test_random_smoke_job(free_base_port):
     result = _cli("random", "--steps", "600", "--base-port", str(free_base_port(1)), timeout=120)
     assert result.returncode == 0, result.stderr
     assert "agent-steps/s" in result.stdout and "3DBall" in result.stdout
+
+
+@pytest.mark.slow
+def test_ddpg_train_evaluate_and_export(tmp_path, free_base_port):
+    import onnxruntime as ort
+
+    results = tmp_path / "results"
+    common = ["--results-dir", str(results), "--run-id", "ddpg"]
+    port = str(free_base_port(2))
+    trained = _cli("train", str(REPO_ROOT / "configs/ddpg/3dball.yaml"), "--max-steps", "1500",
+                   "--base-port", port, *common, timeout=240)
+    assert trained.returncode == 0, trained.stdout + trained.stderr
+    evaluated = _cli("evaluate", "--run-id", "ddpg", "--results-dir", str(results),
+                     "--episodes", "1", "--base-port", port, timeout=240)
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert "mean return" in evaluated.stdout
+    onnx_path = tmp_path / "ddpg.onnx"
+    exported = _cli("export", *common, "--output", str(onnx_path))
+    assert exported.returncode == 0, exported.stderr
+    session = ort.InferenceSession(str(onnx_path))
+    action = session.run(["deterministic_continuous_actions"],
+                         {"obs_0": np.zeros((3, 8), np.float32)})[0]
+    assert action.shape == (3, 2) and np.all(np.abs(action) <= 1.0)

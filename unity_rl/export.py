@@ -236,27 +236,50 @@ def load_policy(path: str | os.PathLike, run_dir: str | os.PathLike | None = Non
     if missing or not ("learner" in state or "weights" in state):
         raise CheckpointError(f"'{path}' is not a unity_rl policy or training checkpoint "
                               f"(missing {', '.join(missing) or 'learner/weights'}).")
-    if state["trainer_type"] != "ppo":
+    if state["trainer_type"] not in ("ppo", "ddpg"):
         raise CheckpointError(f"'{path}' holds a {state['trainer_type']!r} policy; only PPO "
-                              f"policies can be loaded here so far.")
+                              f"and DDPG policies can be loaded.")
     continuous_size, branches = state["action_spec"]
     spec = ActionLayout(int(continuous_size), tuple(int(b) for b in branches))
-    weights = state.get("weights")
-    if weights is None:
-        learner = state["learner"]
-        weights = {"model": learner["model"], "normalizer": learner["normalizer"],
-                   "version": learner.get("version", 0)}
-    policy = PPOPolicy(int(state["obs_dim"]), spec, NetworkConfig(**dict(state["network"])))
+    network = NetworkConfig(**dict(state["network"]))
     try:
-        policy.load_weights(weights)
+        if state["trainer_type"] == "ddpg":
+            module = _ddpg_module(state, int(state["obs_dim"]), spec, network)
+        else:
+            policy = PPOPolicy(int(state["obs_dim"]), spec, network)
+            policy.load_weights(_ppo_weights(state))
+            module = policy.export_module()
     except (KeyError, RuntimeError, ValueError) as err:
         raise CheckpointError(f"'{path}': the saved weights do not fit the saved network "
                               f"settings: {err}") from err
     shapes = state.get("obs_shapes") or [(int(state["obs_dim"]),)]
-    return LoadedPolicy(module=policy.export_module().eval(),
+    return LoadedPolicy(module=module.eval(),
                         behavior_name=str(state["behavior_name"]),
                         obs_shapes=tuple(tuple(int(d) for d in s) for s in shapes),
                         action_spec=spec, agent_steps=int(state.get("agent_steps", 0)))
+
+
+def _ppo_weights(state: dict) -> dict:
+    if state.get("weights") is not None:
+        return state["weights"]
+    learner = state["learner"]
+    return {"model": learner["model"], "normalizer": learner["normalizer"],
+            "version": learner.get("version", 0)}
+
+
+def _ddpg_module(state: dict, obs_dim: int, spec, network):
+    """The deterministic DDPG actor (normalisation folded in) from a .pt or a checkpoint."""
+    from unity_rl.algos.ddpg import DDPGConfig, DDPGPolicy, ExportedActor
+
+    weights = state.get("weights")
+    if weights is None:  # a training checkpoint: the learner state, possibly inside its host's
+        learner = state["learner"]
+        weights = learner if "actor" in learner else learner["ddpg"]
+    policy = DDPGPolicy(obs_dim, spec, DDPGConfig(), network.hidden_units, network.num_layers,
+                        network.normalize)
+    policy.load_weights({"actor": weights["actor"], "normalizer": weights["normalizer"],
+                         "version": weights.get("version", 0)})
+    return ExportedActor(policy.actor, policy.normalizer, obs_dim)
 
 
 def export_checkpoint(path: str | os.PathLike, output: str | os.PathLike | None = None, *,
