@@ -1,0 +1,638 @@
+"""The Ray backend: the same ``Actor`` as the local backend, placed as Ray actors (issue 4 §2).
+
+Connections (one per arrow; the driver is the trainer's process):
+- driver -> actor k: ``collect.remote(weights_ref)``, one call per segment. ``broadcast`` puts the
+  weights into the object store once (``ray.put``) and every later ``collect`` call carries that
+  one reference, so each node fetches a weights version once whatever its number of actors;
+- actor k -> driver: the call's result, a ``Report`` (SEGMENT, or ERROR with the traceback text)
+  left in the object store of the actor's node; ``receive`` blocks in ``ray.wait`` on the
+  outstanding calls (no polling), in slices of ``LIVENESS_SLICE_S`` between liveness checks;
+- control: ``request_stop``, ``beat_age`` and ``where`` run in a separate concurrency group (one
+  thread), so they are answered while ``collect`` runs: a stop is seen within one stream step,
+  and an actor that stops stepping is found by its heartbeat age.
+
+Wirings, unchanged: in the sync wiring (``ActorSpec.wait_for_new_weights``) an actor collects
+again only when ``broadcast`` brings weights newer than those of its last segment; in the async
+wiring the next ``collect`` is issued as soon as a segment arrives, with the newest weights the
+driver has. Either way an actor's weights change only between segments (the default concurrency
+group has one thread), exactly as with local processes.
+
+Placement: each actor is a Ray actor of ``num_cpus_per_actor`` CPUs, spread over the nodes
+(``SPREAD``); its builds are subprocesses of the actor's process, on the actor's node, on ports
+``base_port + worker_id`` of its ``ActorSpec`` (distinct for all builds of a run, hence on every
+node). The build executable must exist at the same path on every node.
+
+Faults: an actor whose process or node dies (``RayActorError``, a lost result object) or that
+stops stepping (heartbeat) is re-created from its ``ActorSpec`` on any node with room and starts
+with the newest weights; the learner keeps its state and the run goes on. The builds the old
+incarnation left behind are killed on its node meanwhile: they carry its tag (``TAG_ENV``), so
+a replacement's builds on the same ports are safe. Each actor has a restart budget (by default
+the run's build restart quota, see ``RayBackend``); beyond it ``ActorFailedError`` names the
+actor. An exception inside an actor (e.g. its builds out of restarts: the ``AgentStream``
+already restarts crashed builds) is not retried: it raises ``ActorFailedError`` with the actor's
+traceback, as locally.
+
+Ray's lifetime: without an address a local Ray instance is started and shut down by ``stop()``;
+with ``address`` ('auto' or 'host:port') the driver connects to that cluster and only
+disconnects. A driver that is already connected (``ray.is_initialized()``) is reused and left
+connected. Only this module imports ray.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from unity_rl.algos.types import Segment, Trajectory
+from unity_rl.envs.launcher import RestartQuota
+from unity_rl.runtime.actor import Actor, ActorSpec
+from unity_rl.runtime.backend import ActorBackend
+from unity_rl.runtime.messages import (
+    ActorError,
+    ActorFailedError,
+    ActorInfo,
+    FromActor,
+    PolicyWeights,
+    Report,
+)
+
+logger = logging.getLogger(__name__)
+
+LIVENESS_SLICE_S = 5.0
+"""Longest single ``ray.wait`` in ``receive`` between liveness checks of the collecting actors."""
+BEAT_ANSWER_S = 10.0
+"""Seconds an actor has to answer a heartbeat question before it counts as hung."""
+CONTROL = "control"
+"""Concurrency group of the methods that must be answered while ``collect`` runs."""
+TAG_ENV = "UNITY_RL_ACTOR_TAG"
+"""Environment variable that marks the builds of one actor incarnation (builds inherit the
+actor's environment), so that its leftovers can be found and killed without touching the builds
+of its replacement, which use the same ports."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Inside the Ray actor's process
+# ----------------------------------------------------------------------------------------------
+
+def _error_report(spec: ActorSpec, err: BaseException) -> Report:
+    return Report(FromActor.ERROR, spec.actor_id, ActorError(
+        spec.actor_id, f"{type(err).__module__}.{type(err).__qualname__}", str(err),
+        traceback.format_exc()))
+
+
+class ActorHost:
+    """Hosts one ``Actor`` in a Ray actor process; every failure comes back as an ERROR report.
+
+    Methods of the default group run one at a time, in the order the driver submitted them;
+    ``request_stop`` and ``beat_age`` (group ``CONTROL``) run beside them.
+    """
+
+    def __init__(self, spec: ActorSpec, tag: str):
+        self.spec = spec
+        os.environ[TAG_ENV] = tag  # inherited by the builds this process launches
+        _limit_torch_threads(spec.torch_threads)
+        self.actor = Actor(spec)
+        self._stop = threading.Event()
+        self._last_beat = time.monotonic()
+
+    def start(self) -> tuple[Report, str]:
+        """Starts the builds: (READY report or ERROR report, this node's id)."""
+        node_id = ray.get_runtime_context().get_node_id()
+        try:
+            info = self.actor.start()
+        except Exception as err:  # noqa: BLE001 - reported to the learner with its traceback
+            report = _error_report(self.spec, err)
+            self.close()
+            return report, node_id
+        self._last_beat = time.monotonic()
+        return Report(FromActor.READY, self.spec.actor_id, info), node_id
+
+    def collect(self, weights: PolicyWeights) -> Report | None:
+        """One segment acted with ``weights`` (or newer ones already loaded); None if stopped."""
+        try:
+            if weights.version > self.actor.version:
+                self.actor.set_weights(weights)
+            self._last_beat = time.monotonic()
+            segment = self.actor.collect(self._on_step)
+        except Exception as err:  # noqa: BLE001 - reported to the learner with its traceback
+            report = _error_report(self.spec, err)
+            self.close()
+            return report
+        if segment is None:
+            return None
+        return Report(FromActor.SEGMENT, self.spec.actor_id, segment)
+
+    def close(self) -> bool:
+        """Closes the builds (idempotent)."""
+        self.actor.close()
+        return True
+
+    @ray.method(concurrency_group=CONTROL)
+    def request_stop(self) -> None:
+        """A running ``collect`` returns None after its current stream step."""
+        self._stop.set()
+
+    @ray.method(concurrency_group=CONTROL)
+    def where(self) -> tuple[str, int]:
+        """(node id, pid) of this actor, answered as soon as it exists, even while it starts."""
+        return ray.get_runtime_context().get_node_id(), os.getpid()
+
+    @ray.method(concurrency_group=CONTROL)
+    def beat_age(self) -> float:
+        """Seconds since the last stream step (or the start of the current segment)."""
+        return time.monotonic() - self._last_beat
+
+    def _on_step(self) -> bool:
+        self._last_beat = time.monotonic()
+        return self._stop.is_set()
+
+
+RemoteActorHost = ray.remote(concurrency_groups={CONTROL: 1}, max_restarts=0,
+                             max_task_retries=0)(ActorHost)
+"""``ActorHost`` as a Ray actor class: Ray never restarts it by itself; ``RayBackend`` re-creates
+a dead actor from its spec (so it can count, clean up and hand over the newest weights)."""
+
+
+def _limit_torch_threads(num_threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(max(1, num_threads))
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:  # already fixed once parallel work ran; harmless
+        pass
+
+
+@ray.remote(num_cpus=0, max_retries=0)
+def _kill_builds(tag: str) -> list[int]:
+    """Kills the build processes on this node launched by the actor incarnation ``tag``.
+
+    A killed actor leaves its builds behind (they run in their own session); its replacement
+    may already run builds on the same ports on this node, so builds are told apart by the
+    ``TAG_ENV`` they inherited, not by port.
+    """
+    import psutil
+
+    from unity_rl.envs.launcher import kill_process_tree
+
+    killed = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if "--mlagents-port" not in (proc.info.get("cmdline") or ()):
+                continue
+            if proc.environ().get(TAG_ENV) != tag:
+                continue
+            kill_process_tree(proc.pid)
+        except (psutil.Error, OSError) as err:  # gone meanwhile, or not ours to read
+            logger.debug("leftover build check of pid %d: %s", proc.pid, err)
+            continue
+        killed.append(proc.pid)
+    return killed
+
+
+# ----------------------------------------------------------------------------------------------
+# On the driver
+# ----------------------------------------------------------------------------------------------
+
+@dataclass
+class _Slot:
+    """Driver-side state of actor k (its current incarnation)."""
+
+    spec: ActorSpec
+    quota: RestartQuota
+    handle: Any = None
+    where_ref: Any = None
+    """``where()`` of the current incarnation: ready once the Ray actor exists on a node."""
+    ref: Any = None
+    """The outstanding call: ``start`` while phase is 'starting', ``collect`` while 'collecting'."""
+    phase: str = "new"
+    """new | starting | idle | collecting | stopped."""
+    since: float = 0.0
+    """time.monotonic() when the outstanding call was submitted."""
+    info: ActorInfo | None = None
+    node_id: str | None = None
+    used_version: int = -1
+    """Weights version of the last collect submitted (-1: none since this incarnation started)."""
+    restarts: int = 0
+    generation: int = 0
+    tag: str = ""
+    """``TAG_ENV`` value of the current incarnation (and of its builds)."""
+    history: list = field(default_factory=list)
+    """(node_id, pid) of every incarnation that reported ready."""
+
+    @property
+    def actor_id(self) -> int:
+        return self.spec.actor_id
+
+
+class RayBackend(ActorBackend):
+    """K actors as Ray actors, on a local Ray instance or an existing cluster.
+
+    address: None starts a local Ray instance (shut down by ``stop()``); 'auto' or 'host:port'
+        connects to an existing cluster (left running).
+    num_cpus_per_actor: Ray CPUs each actor reserves (its builds run inside that share).
+    max_restarts: re-creations allowed per actor after its process or node died (-1: no limit);
+        None: each actor gets the run's build quota (``max_lifetime_restarts`` with its rate limit
+        ``restarts_rate_limit_n`` per ``restarts_rate_limit_period_s`` from its ``StreamSettings``).
+    num_cpus: CPUs of the local Ray instance (default: enough for every actor, at least the
+        machine's cores); ignored with an address.
+    start_timeout, heartbeat_timeout, stop_timeout: as in ``LocalProcessBackend`` (defaults from
+        the builds' timeouts); ``start_timeout`` also bounds the wait for a node with free CPUs.
+    spread: place actors on as many nodes as possible (Ray's SPREAD strategy).
+    """
+
+    def __init__(self, specs: Sequence[ActorSpec], *, address: str | None = None,
+                 num_cpus_per_actor: float = 1.0, max_restarts: int | None = None,
+                 num_cpus: int | None = None, start_timeout: float | None = None,
+                 heartbeat_timeout: float | None = None, stop_timeout: float = 20.0,
+                 spread: bool = True):
+        super().__init__(specs)
+        if max_restarts is not None and max_restarts < -1:
+            raise ValueError("max_restarts must be >= -1 (-1: no limit) or None")
+        self.address = address
+        self.num_cpus_per_actor = float(num_cpus_per_actor)
+        self.num_cpus = num_cpus
+        worst_wait = max(s.stream.timeout_wait for s in self.specs)
+        worst_step = max(s.stream.step_timeout or s.stream.timeout_wait for s in self.specs)
+        most_builds = max(s.stream.num_builds for s in self.specs)
+        self.start_timeout = (start_timeout if start_timeout is not None
+                              else most_builds * worst_wait + 120.0)
+        """Seconds an actor may take to be placed, start its builds and report ready."""
+        self.heartbeat_timeout = (heartbeat_timeout if heartbeat_timeout is not None
+                                  else 2 * worst_wait + worst_step + 30.0)
+        """Seconds without a stream step after which a collecting actor counts as hung."""
+        self.stop_timeout = stop_timeout
+        """Seconds stop() waits for actors to close their builds before killing them."""
+        self.spread = spread
+        self.restarts = 0
+        """Actor re-creations so far (all actors)."""
+        self._token = uuid.uuid4().hex[:8]
+        self._slots = [_Slot(spec, self._quota(spec, max_restarts)) for spec in self.specs]
+        self._weights_ref = None
+        self._weights_version = -1
+        self._cleanups: list = []
+        """References of submitted leftover-build clean-ups (stop() waits for them, bounded)."""
+        self._started_ray = False
+        self._connected_ray = False
+        self._stopped = False
+
+    @staticmethod
+    def _quota(spec: ActorSpec, max_restarts: int | None) -> RestartQuota:
+        if max_restarts is not None:
+            return RestartQuota(max_restarts, -1, 60.0)
+        s = spec.stream
+        return RestartQuota(s.max_lifetime_restarts, s.restarts_rate_limit_n,
+                            s.restarts_rate_limit_period_s)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> list[ActorInfo]:
+        try:
+            self._connect()
+            for slot in self._slots:
+                self._launch(slot)
+            deadline = time.monotonic() + self.start_timeout
+            while any(slot.phase == "starting" for slot in self._slots):
+                starting = {s.ref: s for s in self._slots if s.phase == "starting"}
+                remaining = deadline - time.monotonic()
+                ready = []
+                if remaining > 0:
+                    ready, _ = ray.wait(list(starting), num_returns=1, timeout=remaining)
+                if not ready:
+                    slot = next(iter(starting.values()))
+                    raise ActorFailedError(slot.actor_id, self._not_started_reason())
+                slot = starting[ready[0]]
+                result, lost = self._fetch(slot, ready[0])
+                if lost is not None:
+                    raise ActorFailedError(slot.actor_id, f"it died while starting: {lost}")
+                self._on_started(slot, result)
+        except BaseException:
+            self.stop()
+            raise
+        return [slot.info for slot in self._slots]
+
+    def broadcast(self, weights: PolicyWeights) -> None:
+        self._weights_ref = ray.put(weights)
+        self._weights_version = int(weights.version)
+        for slot in self._slots:
+            if slot.phase != "idle":
+                continue
+            if slot.spec.wait_for_new_weights and self._weights_version <= slot.used_version:
+                continue
+            self._collect(slot)
+
+    def receive(self, timeout: float | None = None) -> Segment | None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            busy = sorted((s for s in self._slots if s.ref is not None), key=lambda s: s.since)
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not busy:
+                if deadline is None:
+                    raise RuntimeError("receive() with no actor collecting: nothing can arrive "
+                                       "(in the sync wiring, broadcast new weights first)")
+                time.sleep(remaining)
+                return None
+            wait_s = LIVENESS_SLICE_S if remaining is None else min(LIVENESS_SLICE_S, remaining)
+            ready, _ = ray.wait([s.ref for s in busy], num_returns=1, timeout=wait_s)
+            if ready:
+                slot = next(s for s in busy if s.ref == ready[0])
+                segment = self._on_result(slot)
+                if segment is not None:
+                    return segment
+                continue
+            self._check_liveness()
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        if not ray.is_initialized():
+            return
+        try:
+            self._stop_actors()
+        finally:
+            self._weights_ref = None
+            if self._started_ray or self._connected_ray:
+                ray.shutdown()
+
+    def pids(self) -> list[int]:
+        out = []
+        for slot in self._slots:
+            if slot.info is not None:
+                out.append(slot.info.pid)
+                out.extend(slot.info.build_pids)
+        return out
+
+    # -- introspection (tests, logs) ------------------------------------------------------------
+    def node_ids(self) -> list[str | None]:
+        """Ray node id of each actor's current incarnation (actor order)."""
+        return [slot.node_id for slot in self._slots]
+
+    def actor_handles(self) -> list[Any]:
+        """Ray actor handle of each actor's current incarnation (actor order)."""
+        return [slot.handle for slot in self._slots]
+
+    def actor_pids(self) -> list[int | None]:
+        """Process id of each actor's current incarnation, on its node (actor order)."""
+        return [slot.info.pid if slot.info is not None else None for slot in self._slots]
+
+    def incarnations(self) -> list[list[tuple[str, int]]]:
+        """(node id, pid) of every incarnation that reported ready, per actor (actor order)."""
+        return [list(slot.history) for slot in self._slots]
+
+    def actor_restarts(self) -> list[int]:
+        """Re-creations of each actor so far."""
+        return [slot.restarts for slot in self._slots]
+
+    # -- connecting -----------------------------------------------------------------------------
+    def _connect(self) -> None:
+        if ray.is_initialized():
+            logger.info("reusing this process's Ray connection (left connected on stop)")
+            return
+        if self.address is None:
+            cpus = self.num_cpus or max(os.cpu_count() or 1,
+                                        math.ceil(self.num_actors * self.num_cpus_per_actor))
+            t0 = time.perf_counter()
+            ray.init(num_cpus=cpus, include_dashboard=False, logging_level=logging.WARNING)
+            self._started_ray = True
+            logger.info("started a local Ray instance with %d CPUs in %.1f s", cpus,
+                        time.perf_counter() - t0)
+            return
+        try:
+            ray.init(address=self.address, logging_level=logging.WARNING)
+        except Exception as err:
+            raise RuntimeError(
+                f"could not connect to the Ray cluster at {self.address!r}: {err}. Start one "
+                f"with `ray start --head` (and `ray start --address=HEAD:PORT` on more nodes), "
+                f"pass its address, or leave ray_address unset to start a local Ray instance. "
+                f"With token authentication (RAY_AUTH_MODE=token) this process needs the "
+                f"cluster's token: RAY_AUTH_TOKEN or the file `ray get-auth-token` shows."
+            ) from err
+        self._connected_ray = True
+        logger.info("connected to the Ray cluster at %s (%d nodes)", self.address,
+                    sum(1 for n in ray.nodes() if n.get("Alive")))
+
+    # -- one actor's life -----------------------------------------------------------------------
+    def _launch(self, slot: _Slot) -> None:
+        """Creates the slot's Ray actor and submits its ``start``."""
+        slot.generation += 1
+        slot.tag = f"unity_rl-{self._token}-actor{slot.actor_id}.{slot.generation}"
+        options: dict[str, Any] = {"num_cpus": self.num_cpus_per_actor, "name": slot.tag}
+        if self.spread:
+            options["scheduling_strategy"] = "SPREAD"
+        slot.handle = RemoteActorHost.options(**options).remote(slot.spec, slot.tag)
+        slot.where_ref = slot.handle.where.remote()
+        slot.ref = slot.handle.start.remote()
+        slot.phase, slot.since = "starting", time.monotonic()
+        slot.used_version = -1
+
+    def _on_started(self, slot: _Slot, result: tuple[Report, str]) -> None:
+        report, node_id = result
+        slot.ref = None
+        if report.kind is FromActor.ERROR:
+            raise ActorFailedError.from_error(report.payload)
+        if report.kind is not FromActor.READY:
+            raise RuntimeError(f"actor {slot.actor_id} sent {report.kind} before ready")
+        info: ActorInfo = report.payload
+        if slot.info is not None and (info.behavior_name, info.obs_dim, tuple(info.action_spec)) \
+                != (slot.info.behavior_name, slot.info.obs_dim, tuple(slot.info.action_spec)):
+            raise ActorFailedError(slot.actor_id, f"after its restart it sees behavior "
+                                                  f"{info.behavior_name} ({info.obs_dim} obs, "
+                                                  f"{info.action_spec}), not the one it trained")
+        slot.info, slot.node_id = info, node_id
+        slot.history.append((node_id, info.pid))
+        slot.phase = "idle"
+        logger.info("actor %d up on node %s (pid %d, builds %s)", slot.actor_id, node_id[:8],
+                    info.pid, list(info.build_pids))
+
+    def _collect(self, slot: _Slot) -> None:
+        slot.ref = slot.handle.collect.remote(self._weights_ref)
+        slot.phase, slot.since = "collecting", time.monotonic()
+        slot.used_version = self._weights_version
+
+    def _on_result(self, slot: _Slot) -> Segment | None:
+        """Handles the finished call of ``slot``: a segment to hand over, or None."""
+        ref, phase = slot.ref, slot.phase
+        slot.ref = None
+        result, lost = self._fetch(slot, ref)
+        if lost is not None:
+            self._restart(slot, f"its {'start' if phase == 'starting' else 'segment'} was "
+                                f"lost: {lost}")
+            return None
+        if phase == "starting":
+            self._on_started(slot, result)
+            if self._weights_ref is not None:
+                self._collect(slot)
+            return None
+        slot.phase = "idle"
+        if result is None:  # collect abandoned: only when stopping
+            return None
+        if result.kind is FromActor.ERROR:
+            raise ActorFailedError.from_error(result.payload)
+        if not slot.spec.wait_for_new_weights:
+            self._collect(slot)  # async: the next segment starts at once, with the newest weights
+        return _writable(result.payload)
+
+    @staticmethod
+    def _fetch(slot: _Slot, ref) -> tuple[Any, str | None]:
+        """(result, None) of a finished call, or (None, why) when the actor or its result was
+        lost (a restart can fix that); failures a restart cannot fix raise ActorFailedError."""
+        try:
+            return ray.get(ref), None
+        except ray.exceptions.RayActorError as err:
+            if err.actor_init_failed:  # e.g. unity_rl missing or broken on its node
+                raise ActorFailedError(slot.actor_id, f"its Ray actor could not be created: "
+                                                      f"{err}") from None
+            return None, _first_line(err)
+        except ray.exceptions.ObjectLostError as err:  # the result's node died with it
+            return None, _first_line(err)
+        except ray.exceptions.ActorUnschedulableError as err:
+            raise ActorFailedError(slot.actor_id, f"Ray cannot place it: {err}") from None
+        except ray.exceptions.RayTaskError as err:  # ActorHost reports its own errors
+            raise ActorFailedError(slot.actor_id, str(err)) from None
+
+    def _check_liveness(self) -> None:
+        """Between wait slices: restarts hung actors, fails actors that cannot be placed."""
+        now = time.monotonic()
+        for slot in self._slots:
+            if slot.phase == "starting" and now - slot.since > self.start_timeout:
+                raise ActorFailedError(slot.actor_id, "its restart: " + self._not_started_reason())
+        collecting = [s for s in self._slots if s.phase == "collecting"
+                      and now - s.since > self.heartbeat_timeout]
+        if not collecting:
+            return
+        beats = {s.handle.beat_age.remote(): s for s in collecting}
+        ready, _ = ray.wait(list(beats), num_returns=len(beats), timeout=BEAT_ANSWER_S)
+        for ref, slot in beats.items():
+            if slot.ref is None:
+                continue
+            try:
+                age = ray.get(ref, timeout=0) if ref in ready else None
+            except (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError):
+                continue  # its collect call fails too; handled when it is collected
+            if age is None or age > self.heartbeat_timeout:
+                why = ("no answer to a heartbeat question" if age is None
+                       else f"no stream step for {age:.0f} s")
+                ray.kill(slot.handle, no_restart=True)
+                slot.ref = None
+                self._restart(slot, f"it hung ({why})")
+
+    def _restart(self, slot: _Slot, why: str) -> None:
+        """Re-creates a dead or hung actor; the builds it left behind are killed meanwhile."""
+        try:
+            ray.kill(slot.handle, no_restart=True)
+        except Exception:  # noqa: BLE001 - already dead is the usual case
+            pass
+        node = (self._node_of(slot) or "?")[:8]
+        cleanup = self._kill_leftover_builds(slot)
+        if cleanup is not None:  # the replacement need not wait for it: see _kill_builds
+            self._cleanups.append(cleanup)
+        refused = slot.quota.try_consume()
+        if refused is not None:
+            raise ActorFailedError(slot.actor_id, f"{why}; not restarted: {refused} "
+                                                  f"(restarts of this actor: {slot.restarts})")
+        slot.restarts += 1
+        self.restarts += 1
+        logger.warning("actor %d (node %s) failed: %s; restarting it (restart %d of this actor)",
+                       slot.actor_id, node, why, slot.restarts)
+        self._launch(slot)
+
+    @staticmethod
+    def _exists(slot: _Slot) -> bool:
+        """True once the slot's current Ray actor was created on a node (it may be dead now)."""
+        if slot.where_ref is None:
+            return False
+        ready, _ = ray.wait([slot.where_ref], timeout=0)
+        return bool(ready)
+
+    def _node_of(self, slot: _Slot) -> str | None:
+        """Node of the slot's current incarnation (known even if it died while starting)."""
+        if self._exists(slot):
+            try:
+                return ray.get(slot.where_ref, timeout=0)[0]
+            except Exception:  # noqa: BLE001 - died before answering: the last known node
+                pass
+        return slot.node_id
+
+    def _kill_leftover_builds(self, slot: _Slot):
+        """Submits the clean-up of ``slot``'s builds on its node; its reference, or None."""
+        node_id = self._node_of(slot)
+        if node_id is None:
+            return None
+        strategy = NodeAffinitySchedulingStrategy(node_id, soft=True)
+        return _kill_builds.options(scheduling_strategy=strategy).remote(slot.tag)
+
+    def _not_started_reason(self) -> str:
+        try:
+            total = ray.cluster_resources().get("CPU", 0.0)
+            free = ray.available_resources().get("CPU", 0.0)
+        except Exception:  # noqa: BLE001 - only for the message
+            total = free = float("nan")
+        return (f"it was not up after {self.start_timeout:.0f} s: either no node could place it "
+                f"(it needs {self.num_cpus_per_actor:g} CPU; the cluster has {total:g} CPUs, "
+                f"{free:g} free) or its builds did not start")
+
+    # -- stopping -------------------------------------------------------------------------------
+    def _stop_actors(self) -> None:
+        live = [s for s in self._slots if s.handle is not None]
+        # Not created yet (no node had room, or still constructing): no builds to close.
+        unborn = [s for s in live if s.phase == "starting" and not self._exists(s)]
+        for slot in unborn:
+            ray.kill(slot.handle, no_restart=True)
+        live = [s for s in live if s not in unborn]
+        for slot in live:  # abandon running segments within one stream step
+            slot.handle.request_stop.remote()
+        closing = {slot.handle.close.remote(): slot for slot in live}
+        ready, _ = ray.wait(list(closing), num_returns=len(closing), timeout=self.stop_timeout)
+        unclean = []
+        for ref, slot in closing.items():
+            closed = False
+            if ref in ready:
+                try:
+                    closed = bool(ray.get(ref, timeout=0))
+                except Exception:  # noqa: BLE001 - dead already: its builds may be left over
+                    closed = False
+            if not closed:
+                unclean.append(slot)
+        for slot in live:
+            try:
+                ray.kill(slot.handle, no_restart=True)
+            except Exception:  # noqa: BLE001
+                pass
+        for slot in live + unborn:
+            slot.handle, slot.ref, slot.phase = None, None, "stopped"
+        cleanups = self._cleanups + [ref for ref in (self._kill_leftover_builds(s)
+                                                     for s in unclean) if ref is not None]
+        for slot in unclean:
+            logger.warning("actor %d did not close its builds within %.0f s: killed it and its "
+                           "builds", slot.actor_id, self.stop_timeout)
+        if cleanups:  # bounded: a clean-up bound for a dying node may never run
+            ray.wait(cleanups, num_returns=len(cleanups), timeout=10.0)
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def _writable(segment: Segment) -> Segment:
+    """The segment with writable arrays (Ray hands out read-only zero-copy views)."""
+    def own(a):
+        return a if a is None or a.flags.writeable else np.array(a)
+
+    trajectories = [Trajectory(own(t.obs), own(t.actions), own(t.logprobs), own(t.values),
+                               own(t.rewards), own(t.last_obs), t.terminated,
+                               own(t.action_masks))
+                    for t in segment.trajectories]
+    return segment._replace(trajectories=trajectories)
