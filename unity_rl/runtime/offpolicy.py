@@ -57,7 +57,7 @@ from unity_rl.runtime.offpolicy_actor import (
     trajectories_to_transitions,
 )
 from unity_rl.runtime.policies import ddpg_policy
-from unity_rl.runtime.runners import Round
+from unity_rl.runtime.runners import Round, gather_one_segment_per_actor
 
 logger = logging.getLogger(__name__)
 
@@ -288,13 +288,7 @@ class DDPGSyncRunner(_OffPolicyWiring):
 
     def next_update(self) -> Round:
         t0 = time.perf_counter()
-        by_actor: dict[int, Segment] = {}
-        while len(by_actor) < self.backend.num_actors:
-            segment = self.backend.receive()
-            if segment.actor_id in by_actor:
-                raise RuntimeError(f"actor {segment.actor_id} sent two segments in one sync round")
-            by_actor[segment.actor_id] = segment
-        segments = [by_actor[k] for k in sorted(by_actor)]
+        segments = gather_one_segment_per_actor(self.backend)
         lags = [self.host.lag(s) for s in segments]
         t1 = time.perf_counter()
         self.host.add(segments)

@@ -102,18 +102,23 @@ class _Wiring:
             metrics=metrics)
 
 
+def gather_one_segment_per_actor(backend: ActorBackend) -> list[Segment]:
+    """Blocks until every actor has delivered its segment of a sync round (in actor order)."""
+    by_actor: dict[int, Segment] = {}
+    while len(by_actor) < backend.num_actors:
+        segment = backend.receive()
+        if segment.actor_id in by_actor:
+            raise RuntimeError(f"actor {segment.actor_id} sent two segments in one sync round")
+        by_actor[segment.actor_id] = segment
+    return [by_actor[k] for k in sorted(by_actor)]
+
+
 class SyncRunner(_Wiring):
     """Gather one segment per actor -> update -> broadcast, in lockstep."""
 
     def next_update(self) -> Round:
         t0 = time.perf_counter()
-        by_actor: dict[int, Segment] = {}
-        while len(by_actor) < self.backend.num_actors:
-            segment = self.backend.receive()
-            if segment.actor_id in by_actor:
-                raise RuntimeError(f"actor {segment.actor_id} sent two segments in one sync round")
-            by_actor[segment.actor_id] = segment
-        segments = [by_actor[k] for k in sorted(by_actor)]
+        segments = gather_one_segment_per_actor(self.backend)
         lags = [self.learner.version - s.policy_version for s in segments]
         return self._update(segments, segments, lags, 0, time.perf_counter() - t0)
 
