@@ -85,6 +85,15 @@ def _formatter(prog: str) -> argparse.HelpFormatter:
     return argparse.HelpFormatter(prog, max_help_position=38, width=120)
 
 
+def _add_policy_source(p: argparse.ArgumentParser, verb: str) -> None:
+    """--run-id | --checkpoint (one required) and --results-dir, for evaluate and export."""
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run-id", metavar="ID", help=f"{verb} the latest checkpoint of this run")
+    source.add_argument("--checkpoint", metavar="PATH", help=f"{verb} this checkpoint file")
+    p.add_argument("--results-dir", metavar="DIR", default="results",
+                   help="folder that holds run folders (default results)")
+
+
 def _add_build_flags(p: argparse.ArgumentParser,
                      env_default: str = "the bundled 3DBall stand-in") -> None:
     """--env/--num-envs/--base-port/... shared by train, evaluate and random."""
@@ -150,11 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate = sub.add_parser(
         "evaluate", formatter_class=_formatter, help="run a trained policy deterministically",
         description="Run a trained policy deterministically on a build and print its mean return.")
-    source = evaluate.add_mutually_exclusive_group(required=True)
-    source.add_argument("--run-id", metavar="ID", help="evaluate the latest checkpoint of this run")
-    source.add_argument("--checkpoint", metavar="PATH", help="evaluate this checkpoint file")
-    evaluate.add_argument("--results-dir", metavar="DIR", default="results",
-                          help="folder that holds run folders (default results)")
+    _add_policy_source(evaluate, "evaluate")
     evaluate.add_argument("--episodes", type=int, default=10, metavar="N",
                           help="finished episodes to average over (default 10)")
     _add_build_flags(evaluate, env_default="the run's build, else the bundled 3DBall stand-in")
@@ -164,11 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     export = sub.add_parser(
         "export", formatter_class=_formatter, help="write the ONNX model of a run for Unity",
         description="Export the latest checkpoint of a run as an ONNX model for Unity's inference.")
-    source = export.add_mutually_exclusive_group(required=True)
-    source.add_argument("--run-id", metavar="ID", help="export the latest checkpoint of this run")
-    source.add_argument("--checkpoint", metavar="PATH", help="export this checkpoint file")
-    export.add_argument("--results-dir", metavar="DIR", default="results",
-                        help="folder that holds run folders (default results)")
+    _add_policy_source(export, "export")
     export.add_argument("--output", metavar="PATH", help="ONNX file to write (default RUN_DIR/<behavior>.onnx)")
     export.set_defaults(handler=cmd_export)
 

@@ -8,6 +8,7 @@ import psutil
 import pytest
 
 from tests.runtime.fakes import FakeStream
+from tests.runtime.helpers import live_descendants
 from unity_rl.algos.nets import NetworkConfig
 from unity_rl.algos.ppo import PPOConfig, PPOLearner
 from unity_rl.runtime.actor import Actor, ActorSpec, StreamSettings
@@ -32,20 +33,6 @@ def learner_for(info, buffer_size: int = 128) -> PPOLearner:
     return PPOLearner(info.obs_dim, info.action_spec,
                       PPOConfig(buffer_size=buffer_size, minibatch_size=32, num_epochs=1), NET,
                       num_threads=1, seed=0)
-
-
-def own_children() -> list[psutil.Process]:
-    """Live descendants of this test process, except multiprocessing's resource tracker (it
-    lives as long as the test process and exits with it)."""
-    out = []
-    for proc in psutil.Process().children(recursive=True):
-        try:
-            if proc.status() != psutil.STATUS_ZOMBIE and not any(
-                    "resource_tracker" in part for part in proc.cmdline()):
-                out.append(proc)
-        except psutil.NoSuchProcess:
-            continue
-    return out
 
 
 def test_actor_collects_segments_tagged_with_its_weights_version():
@@ -78,7 +65,7 @@ def test_sync_wiring_gathers_one_segment_per_actor_and_versions_increase():
             assert learner.version == version
             assert done.collected_steps == done.trained_steps >= 2 * 64
             assert done.metrics["Policy/Lag"] == 0.0
-    assert own_children() == []
+    assert live_descendants() == []
 
 
 @pytest.mark.timeout(120)
@@ -103,7 +90,7 @@ def test_async_wiring_measures_lag_and_drops_stale_segments():
         assert max(lags) >= 1                       # actors did not wait for the learner
         assert dropped == runner.dropped_total
         assert collected >= trained >= 8 * 64
-    assert own_children() == []
+    assert live_descendants() == []
 
 
 @pytest.mark.timeout(120)
@@ -120,7 +107,7 @@ def test_actor_exception_is_raised_in_learner_with_its_traceback():
     text = str(failure.value)
     assert "actor 1 failed" in text and "fake build crashed at step 41" in text
     assert "Traceback" in text and "fakes.py" in text
-    assert own_children() == []
+    assert live_descendants() == []
 
 
 @pytest.mark.timeout(120)
@@ -135,7 +122,7 @@ def test_killed_actor_is_reported_by_name():
         with pytest.raises(ActorFailedError, match=r"actor 1 failed: its process .* exited"):
             for _ in range(10):
                 runner.next_update()
-    assert own_children() == []
+    assert live_descendants() == []
 
 
 @pytest.mark.timeout(120)
@@ -147,7 +134,7 @@ def test_failure_while_starting_stops_the_other_actors():
     backend = LocalProcessBackend([spec(0, sync=True), bad])
     with pytest.raises(ActorFailedError, match="actor 1 failed: builtins.RuntimeError: no build here"):
         backend.start()
-    assert own_children() == []
+    assert live_descendants() == []
 
 
 # ----------------------------------------------------------------------------------------------
