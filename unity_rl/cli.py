@@ -137,7 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--results-dir", metavar="DIR", help="folder that holds run folders (default results)")
     train.add_argument("--max-steps", type=int, metavar="N", help="agent-steps to train for (overrides max_steps)")
     train.add_argument("--behavior", metavar="NAME",
-                       help="behavior to train when the build has several (default: the only one)")
+                       help="train only this behavior (default: every behavior of the build, "
+                            "each with its config section); the others' agents get zero actions")
     train.add_argument("--mode", choices=("sync", "async"),
                        help="sync: learner waits for every actor; async: actors never wait (default sync)")
     train.add_argument("--num-actors", type=int, metavar="K",
@@ -274,37 +275,10 @@ def resolve_train_config(args: argparse.Namespace):
 
 
 def apply_cli_overrides(cfg, values: dict[str, Any]):
-    """config.apply_overrides for the flags it knows; --max-steps and --behavior by hand when
-    the config module has no keyword for them."""
+    """config.apply_overrides for the flags given (every flag has a config keyword)."""
     from unity_rl import config as config_mod
 
-    known = {k: v for k, v in values.items() if k in config_mod.OVERRIDES}
-    cfg = config_mod.apply_overrides(cfg, **known)
-    if values.get("max_steps") is not None and "max_steps" not in config_mod.OVERRIDES:
-        cfg = _with_max_steps(cfg, int(values["max_steps"]))
-    if values.get("behavior") is not None and "behavior" not in config_mod.OVERRIDES:
-        cfg = _with_behavior(cfg, values["behavior"])
-    return cfg
-
-
-def _with_max_steps(cfg, max_steps: int):
-    from unity_rl.config import ConfigError
-
-    if max_steps < 1:
-        raise ConfigError("command line", None, "--max-steps", f"must be an int >= 1, got {max_steps}")
-    behaviors = {name: dataclasses.replace(b, max_steps=max_steps) for name, b in cfg.behaviors.items()}
-    default = cfg.default_settings
-    if default is not None:
-        default = dataclasses.replace(default, max_steps=max_steps)
-    return dataclasses.replace(cfg, behaviors=behaviors, default_settings=default)
-
-
-def _with_behavior(cfg, name: str):
-    """Keeps only the settings of behavior ``name`` (so the trainer trains that one)."""
-    from unity_rl.config import select_behavior
-
-    settings = select_behavior(cfg, name)  # ConfigError when the config has none for it
-    return dataclasses.replace(cfg, behaviors={name.split("?", 1)[0]: settings})
+    return config_mod.apply_overrides(cfg, **values)
 
 
 def _check_ports(cfg) -> None:
@@ -332,12 +306,12 @@ def write_run_config(cfg, run_dir: Path) -> Path:
 
 
 def _check_layout(cfg) -> None:
-    """The trainer's own checks of the config (one behavior, builds per actor), up front, so
+    """The trainer's own checks of the config (behaviors, builds per actor), up front, so
     that they read as one-line errors before anything starts."""
-    from unity_rl.runtime.trainer import split_builds, training_behavior
+    from unity_rl.runtime.trainer import split_builds, training_sections
 
     try:
-        training_behavior(cfg)
+        training_sections(cfg)
         split_builds(cfg.env_settings.num_envs, cfg.unity_rl.num_actors)
     except ValueError as err:
         raise CliError(str(err)) from None

@@ -363,6 +363,8 @@ class UnityRLConfig:
     """Address of an existing Ray cluster (backend ray; None starts a local one)."""
     torch_threads: int = 1
     """torch intra-op threads of the learner (actors always use 1)."""
+    behavior: str | None = None
+    """Train only this behavior (--behavior); the agents of the others get zero actions."""
 
     def __post_init__(self) -> None:
         s = "unity_rl"
@@ -416,6 +418,24 @@ class RunConfig:
         for name in ("behaviors", "environment_parameters"):
             if not isinstance(getattr(self, name), FrozenMap):
                 object.__setattr__(self, name, FrozenMap(getattr(self, name)))
+
+    def launch_settings(self, log_dir: str | None = None):
+        """The ``LaunchSettings`` every build of this run starts with (worker 0 first)."""
+        from unity_rl.envs.launcher import LaunchSettings
+
+        env, engine = self.env_settings, self.engine_settings
+        if env.env_path is None:
+            raise ValueError("env_settings.env_path (--env) is required: the path of a Unity "
+                             "build (connecting to the Unity Editor is not supported)")
+        return LaunchSettings(
+            env_path=str(env.env_path), base_port=env.base_port, no_graphics=engine.no_graphics,
+            no_graphics_monitor=engine.no_graphics_monitor, time_scale=float(engine.time_scale),
+            width=engine.width, height=engine.height, quality_level=engine.quality_level,
+            target_frame_rate=engine.target_frame_rate,
+            capture_frame_rate=engine.capture_frame_rate, num_areas=env.num_areas,
+            env_args=tuple(env.env_args or ()), timeout_wait=float(env.timeout_wait),
+            step_timeout=float(env.timeout_wait), log_dir=log_dir,
+            env_parameters=tuple(self.environment_parameters.items()))
 
 
 # ==============================================================================================

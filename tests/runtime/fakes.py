@@ -3,6 +3,9 @@
 A "balance" toy: each agent's observation drifts; an episode ends when |obs[0]| > 1 (reward
 -1, terminated) or after ``max_step`` decisions (interrupted); every other decision pays 0.1.
 Optionally raises after ``crash_after`` steps (to test actor failures).
+
+``FakeBandit`` is a discrete behavior (reward 1 for the action the observation points at), and
+``FakeMultiStream`` puts several fakes side by side as one multi-behavior stream.
 """
 from __future__ import annotations
 
@@ -21,19 +24,39 @@ from unity_rl.envs.agent_stream import StepResult
 from unity_rl.envs.types import AgentKey, DecisionBatch, TerminalBatch
 
 BEHAVIOR = "Fake?team=0"
+BANDIT = "Bandit?team=0"
 
 
-class FakeStream:
+class _SingleBehavior:
+    """The multi-behavior API of ``AgentStream`` for a fake with one behavior."""
+
+    @property
+    def behavior_names(self) -> list[str]:
+        return [self.behavior_name]
+
+    @property
+    def specs(self) -> dict:
+        return {self.behavior_name: self.spec}
+
+    def reset_all(self) -> dict:
+        return {self.behavior_name: self.reset()}
+
+    def step_all(self, actions) -> dict:
+        return {self.behavior_name: self.step(actions[self.behavior_name])}
+
+
+class FakeStream(_SingleBehavior):
     def __init__(self, num_agents: int = 4, obs_dim: int = 3, act_dim: int = 2,
                  max_step: int = 30, crash_after: int | None = None, seed: int = 0,
-                 step_delay: float = 0.0, build: int = 0, start_error: str | None = None):
+                 step_delay: float = 0.0, build: int = 0, start_error: str | None = None,
+                 behavior: str = BEHAVIOR):
         if start_error is not None:
             raise RuntimeError(start_error)
         self.spec = BehaviorSpec(
             [ObservationSpec((obs_dim,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "v")],
             ActionSpec.create_continuous(act_dim))
-        self.behavior_name = BEHAVIOR
-        self.keys = [AgentKey(build, BEHAVIOR, i) for i in range(num_agents)]
+        self.behavior_name = behavior
+        self.keys = [AgentKey(build, behavior, i) for i in range(num_agents)]
         self.rng = np.random.default_rng(seed)
         self.obs = self.rng.uniform(-0.5, 0.5, (num_agents, obs_dim)).astype(np.float32)
         self.t = np.zeros(num_agents, int)
@@ -79,3 +102,77 @@ class FakeStream:
 
     def close(self) -> None:
         self.closed = True
+
+
+class FakeBandit(_SingleBehavior):
+    """Discrete: one branch of ``arms``; the observation is a one-hot arm, reward 1 for it
+    (else 0); every decision ends the episode (terminated). A learner should reach ~1."""
+
+    def __init__(self, num_agents: int = 2, arms: int = 3, seed: int = 0, build: int = 0,
+                 behavior: str = BANDIT):
+        self.spec = BehaviorSpec(
+            [ObservationSpec((arms,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "v")],
+            ActionSpec.create_discrete((arms,)))
+        self.behavior_name = behavior
+        self.arms = arms
+        self.keys = [AgentKey(build, behavior, i) for i in range(num_agents)]
+        self.rng = np.random.default_rng(seed)
+        self.target = self.rng.integers(arms, size=num_agents)
+        self.closed = False
+
+    def _obs(self) -> np.ndarray:
+        return np.eye(self.arms, dtype=np.float32)[self.target]
+
+    def reset(self) -> StepResult:
+        n = len(self.keys)
+        dec = DecisionBatch(list(self.keys), [self._obs()], np.zeros(n, np.float32),
+                            np.ones((n, self.arms), bool))
+        empty = TerminalBatch([], [np.zeros((0, self.arms), np.float32)], np.zeros(0, np.float32),
+                              np.zeros(0, bool))
+        return StepResult(dec, empty, {})
+
+    def step(self, actions) -> StepResult:
+        actions = np.asarray(actions).reshape(len(self.keys), -1)[:, 0]
+        reward = (actions == self.target).astype(np.float32)
+        terminals = TerminalBatch(list(self.keys), [self._obs()], reward,
+                                  np.zeros(len(self.keys), bool))
+        self.target = self.rng.integers(self.arms, size=len(self.keys))
+        n = len(self.keys)
+        dec = DecisionBatch(list(self.keys), [self._obs()], np.zeros(n, np.float32),
+                            np.ones((n, self.arms), bool))
+        return StepResult(dec, terminals, {})
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeMultiStream:
+    """Several single-behavior fakes as one multi-behavior stream (``AgentStream``'s API)."""
+
+    def __init__(self, *parts):
+        self.parts = {p.behavior_name: p for p in parts}
+        self.closed = False
+
+    @property
+    def behavior_names(self) -> list[str]:
+        return sorted(self.parts)
+
+    @property
+    def specs(self) -> dict:
+        return {name: p.spec for name, p in self.parts.items()}
+
+    def reset_all(self) -> dict:
+        return {name: p.reset() for name, p in self.parts.items()}
+
+    def step_all(self, actions) -> dict:
+        return {name: p.step(actions[name]) for name, p in self.parts.items()}
+
+    def close(self) -> None:
+        for p in self.parts.values():
+            p.close()
+        self.closed = True
+
+
+def two_behaviors(seed: int = 0, build: int = 0) -> FakeMultiStream:
+    """A continuous ``FakeStream`` and a discrete ``FakeBandit`` side by side (picklable)."""
+    return FakeMultiStream(FakeStream(seed=seed, build=build), FakeBandit(seed=seed, build=build))

@@ -7,48 +7,94 @@ import numpy as np
 import psutil
 import pytest
 
-from tests.runtime.fakes import FakeStream
+from tests.runtime.fakes import BANDIT, BEHAVIOR, FakeStream, two_behaviors
 from tests.runtime.helpers import live_descendants
 from unity_rl.algos.nets import NetworkConfig
 from unity_rl.algos.ppo import PPOConfig, PPOLearner
 from unity_rl.runtime.actor import Actor, ActorSpec, StreamSettings
+from unity_rl.runtime.algorithm import BehaviorPlan
 from unity_rl.runtime.local import LocalProcessBackend
-from unity_rl.runtime.messages import ActorFailedError, PolicyWeights
+from unity_rl.runtime.messages import ActorFailedError, BehaviorWeights, PolicyWeights, Rollout
+from unity_rl.runtime.onpolicy import PPOHost
 from unity_rl.runtime.policies import ppo_policy
 from unity_rl.runtime.runners import AsyncRunner, SyncRunner
 
 NET = NetworkConfig(normalize=True, hidden_units=16, num_layers=1)
 
 
-def spec(actor_id: int, *, sync: bool, segment_steps: int = 64, **stream_kwargs) -> ActorSpec:
+def plan(segment_steps: int = 64, time_horizon: int = 16) -> BehaviorPlan:
+    return BehaviorPlan(functools.partial(ppo_policy, network_cfg=NET), segment_steps,
+                        time_horizon)
+
+
+def spec(actor_id: int, *, sync: bool, segment_steps: int = 64, stream_factory=None,
+         **stream_kwargs) -> ActorSpec:
+    factory = stream_factory or functools.partial(FakeStream, seed=actor_id, build=actor_id,
+                                                  **stream_kwargs)
     return ActorSpec(
-        actor_id=actor_id, stream=StreamSettings("fake"),
-        policy_factory=functools.partial(ppo_policy, network_cfg=NET),
-        segment_steps=segment_steps, time_horizon=16, wait_for_new_weights=sync, seed=actor_id,
-        stream_factory=functools.partial(FakeStream, seed=actor_id, build=actor_id,
-                                         **stream_kwargs))
+        actor_id=actor_id, stream=StreamSettings("fake"), plans=(("Fake", plan(segment_steps)),),
+        default_plan=plan(segment_steps), wait_for_new_weights=sync, seed=actor_id,
+        stream_factory=factory)
 
 
-def learner_for(info, buffer_size: int = 128) -> PPOLearner:
-    return PPOLearner(info.obs_dim, info.action_spec,
-                      PPOConfig(buffer_size=buffer_size, minibatch_size=32, num_epochs=1), NET,
-                      num_threads=1, seed=0)
+def host_for(info, buffer_size: int = 128, drop_lag: int | None = None) -> PPOHost:
+    learner = PPOLearner(info.obs_dim, info.action_spec,
+                         PPOConfig(buffer_size=buffer_size, minibatch_size=32, num_epochs=1), NET,
+                         seed=0)
+    return PPOHost(learner, buffer_steps=buffer_size, drop_lag=drop_lag)
+
+
+def weights_of(host: PPOHost, publication: int) -> PolicyWeights:
+    return PolicyWeights(publication, {BEHAVIOR: BehaviorWeights(host.version, host.weights())})
 
 
 def test_actor_collects_segments_tagged_with_its_weights_version():
     actor = Actor(spec(0, sync=True, segment_steps=50))
     info = actor.start()
-    assert (info.obs_dim, info.num_agents) == (3, 4)
-    learner = learner_for(info)
-    actor.set_weights(PolicyWeights(7, learner.weights()))
-    segment = actor.collect()
+    fake = info.behaviors[BEHAVIOR]
+    assert (fake.obs_dim, fake.num_agents) == (3, 4)
+    host = host_for(fake)
+    host.version = 7
+    actor.set_weights(weights_of(host, 3))
+    rollout = actor.collect()
+    assert rollout.publication == 3
+    segment = rollout.segments[BEHAVIOR]
     assert segment.policy_version == 7
-    assert 50 <= segment.agent_steps < 50 + info.num_agents
+    assert 50 <= segment.agent_steps < 50 + fake.num_agents
     assert segment.agent_steps == sum(len(t.rewards) for t in segment.trajectories)
     assert all(len(t.rewards) <= 16 for t in segment.trajectories)
     stream = actor.stream
     actor.close()
     assert stream.closed
+
+
+def test_actor_steps_every_behavior_and_sync_waits_for_each_segment():
+    bandit_plan = BehaviorPlan(functools.partial(ppo_policy, network_cfg=NET), 10, 4)
+    actor = Actor(ActorSpec(
+        actor_id=0, stream=StreamSettings("fake"),
+        plans=(("Fake", plan(40)), ("Bandit", bandit_plan)), wait_for_new_weights=True,
+        stream_factory=two_behaviors))
+    info = actor.start()
+    assert sorted(info.behaviors) == [BANDIT, BEHAVIOR]
+    assert info.behaviors[BANDIT].action_spec.discrete_branches == (3,)
+    hosts = {name: host_for(b) for name, b in info.behaviors.items()}
+    actor.set_weights(PolicyWeights(1, {n: BehaviorWeights(h.version, h.weights())
+                                        for n, h in hosts.items()}))
+    rollout = actor.collect()
+    assert sorted(rollout.segments) == [BANDIT, BEHAVIOR]
+    assert rollout.segments[BEHAVIOR].agent_steps >= 40        # every lane reached its size
+    assert rollout.segments[BANDIT].agent_steps >= 10
+    assert rollout.segments[BANDIT].episode_returns             # bandit episodes are 1 step
+    actor.close()
+
+
+def test_a_behavior_without_settings_is_an_error_naming_it():
+    actor = Actor(ActorSpec(actor_id=0, stream=StreamSettings("fake"), plans=(("Fake", plan()),),
+                            wait_for_new_weights=True, stream_factory=two_behaviors))
+    with pytest.raises(ValueError, match=r"behavior 'Bandit\?team=0' but the config has no "
+                                         r"settings for it .* behaviors.Bandit"):
+        actor.start()
+    actor.close()
 
 
 @pytest.mark.timeout(120)
@@ -57,13 +103,13 @@ def test_sync_wiring_gathers_one_segment_per_actor_and_versions_increase():
     with LocalProcessBackend(specs) as backend:
         infos = backend.start()
         assert [i.actor_id for i in infos] == [0, 1]
-        learner = learner_for(infos[0])
-        runner = SyncRunner(backend, learner)
+        host = host_for(infos[0].behaviors[BEHAVIOR])
+        runner = SyncRunner(backend, {BEHAVIOR: host})
         runner.start()
         for version in range(1, 4):
-            done = runner.next_update()
-            assert learner.version == version
-            assert done.collected_steps == done.trained_steps >= 2 * 64
+            done = runner.next_update().behaviors[BEHAVIOR]
+            assert host.version == host.learner.version == version
+            assert done.collected_steps >= 2 * 64
             assert done.metrics["Policy/Lag"] == 0.0
     assert live_descendants() == []
 
@@ -74,22 +120,23 @@ def test_async_wiring_measures_lag_and_drops_stale_segments():
     specs = [spec(0, sync=False, segment_steps=32), spec(1, sync=False, segment_steps=32,
                                                          step_delay=0.02)]
     with LocalProcessBackend(specs) as backend:
-        learner = learner_for(backend.start()[0], buffer_size=64)
-        runner = AsyncRunner(backend, learner, buffer_steps=64, max_policy_lag=1)
+        host = host_for(backend.start()[0].behaviors[BEHAVIOR], buffer_size=64, drop_lag=1)
+        runner = AsyncRunner(backend, {BEHAVIOR: host})
         runner.start()
-        lags, dropped, collected, trained = [], 0, 0, 0
-        for _ in range(8):
-            done = runner.next_update()
+        lags, dropped, collected, updates = [], 0, 0, 0
+        while updates < 8:
+            done = runner.next_update().behaviors[BEHAVIOR]
             collected += done.collected_steps
-            trained += done.trained_steps
+            if done.metrics is None:
+                continue
+            updates += 1
             if np.isfinite(done.metrics["Policy/Lag Max"]):
                 lags.append(done.metrics["Policy/Lag Max"])
                 assert done.metrics["Policy/Lag Max"] <= 1
             dropped += done.metrics["Policy/Dropped Segments"]
-        assert learner.version == 8
+        assert host.version == 8
         assert max(lags) >= 1                       # actors did not wait for the learner
-        assert dropped == runner.dropped_total
-        assert collected >= trained >= 8 * 64
+        assert collected >= 8 * 64
     assert live_descendants() == []
 
 
@@ -97,8 +144,8 @@ def test_async_wiring_measures_lag_and_drops_stale_segments():
 def test_actor_exception_is_raised_in_learner_with_its_traceback():
     specs = [spec(0, sync=True), spec(1, sync=True, crash_after=40)]
     with LocalProcessBackend(specs) as backend:
-        learner = learner_for(backend.start()[0])
-        runner = SyncRunner(backend, learner)
+        host = host_for(backend.start()[0].behaviors[BEHAVIOR])
+        runner = SyncRunner(backend, {BEHAVIOR: host})
         runner.start()
         with pytest.raises(ActorFailedError) as failure:
             for _ in range(10):
@@ -114,8 +161,8 @@ def test_actor_exception_is_raised_in_learner_with_its_traceback():
 def test_killed_actor_is_reported_by_name():
     specs = [spec(0, sync=True), spec(1, sync=True)]
     with LocalProcessBackend(specs) as backend:
-        learner = learner_for(backend.start()[0])
-        runner = SyncRunner(backend, learner)
+        host = host_for(backend.start()[0].behaviors[BEHAVIOR])
+        runner = SyncRunner(backend, {BEHAVIOR: host})
         runner.start()
         runner.next_update()
         psutil.Process(backend.pids()[1]).kill()
@@ -127,10 +174,8 @@ def test_killed_actor_is_reported_by_name():
 
 @pytest.mark.timeout(120)
 def test_failure_while_starting_stops_the_other_actors():
-    bad = ActorSpec(actor_id=1, stream=StreamSettings("fake"),
-                    policy_factory=functools.partial(ppo_policy, network_cfg=NET),
-                    segment_steps=8, time_horizon=4, wait_for_new_weights=True,
-                    stream_factory=functools.partial(FakeStream, start_error="no build here"))
+    bad = spec(1, sync=True, stream_factory=functools.partial(FakeStream,
+                                                              start_error="no build here"))
     backend = LocalProcessBackend([spec(0, sync=True), bad])
     with pytest.raises(ActorFailedError, match="actor 1 failed: builtins.RuntimeError: no build here"):
         backend.start()
@@ -142,22 +187,23 @@ def test_failure_while_starting_stops_the_other_actors():
 # ----------------------------------------------------------------------------------------------
 
 class ScriptedBackend:
-    """Hands out pre-made segments; records broadcasts."""
+    """Hands out pre-made rollouts; records broadcasts."""
 
-    def __init__(self, segments, num_actors=2):
-        self.segments = list(segments)
+    def __init__(self, rollouts, num_actors=2):
+        self.rollouts = list(rollouts)
         self.num_actors = num_actors
         self.broadcasts = []
 
     def broadcast(self, weights):
-        self.broadcasts.append(weights.version)
+        self.broadcasts.append((weights.version, {n: w.version
+                                                  for n, w in weights.behaviors.items()}))
 
     def receive(self, timeout=None):
-        if not self.segments:
+        if not self.rollouts:
             if timeout is not None:
                 return None
-            raise AssertionError("the runner waited for a segment that will never come")
-        return self.segments.pop(0)
+            raise AssertionError("the runner waited for a rollout that will never come")
+        return self.rollouts.pop(0)
 
 
 class CountingLearner:
@@ -174,42 +220,69 @@ class CountingLearner:
         return {"Losses/Policy Loss": 0.0}
 
 
-def segment(actor_id, version, steps, returns=()):
+def rollout(actor_id, version, steps, returns=(), behavior=BEHAVIOR):
     from unity_rl.algos.types import Segment, Trajectory
     traj = Trajectory(np.zeros((steps, 1), np.float32), np.zeros((steps, 1), np.float32),
                       np.zeros(steps, np.float32), np.zeros(steps, np.float32),
                       np.zeros(steps, np.float32), np.zeros(1, np.float32), False)
-    return Segment([traj], version, actor_id, steps, list(returns), [10] * len(returns))
+    segment = Segment([traj], version, actor_id, steps, list(returns), [10] * len(returns))
+    return Rollout(actor_id, 0, {behavior: segment})
+
+
+def counting_host(version=0, buffer_steps=100, drop_lag=2) -> PPOHost:
+    host = PPOHost(CountingLearner(), buffer_steps=buffer_steps, drop_lag=drop_lag)
+    host.version = version
+    return host
 
 
 def test_async_runner_drops_segments_beyond_the_lag_bound():
-    learner = CountingLearner(version=5)
-    backend = ScriptedBackend([segment(0, 5, 40), segment(1, 2, 40, returns=[1.0]),  # lag 3
-                               segment(0, 4, 40), segment(1, 5, 40)])
-    runner = AsyncRunner(backend, learner, buffer_steps=100, max_policy_lag=2)
+    host = counting_host(version=5)
+    backend = ScriptedBackend([rollout(0, 5, 40), rollout(1, 2, 40, returns=[1.0]),  # lag 3
+                               rollout(0, 4, 40), rollout(1, 5, 40)])
+    runner = AsyncRunner(backend, {BEHAVIOR: host})
     runner.start()
-    done = runner.next_update()
-    assert learner.trained == [120]             # the lag-3 segment was not trained on
-    assert done.collected_steps == 160 and done.trained_steps == 120
+    done = runner.next_update().behaviors[BEHAVIOR]
+    assert host.learner.trained == [120]         # the lag-3 segment was not trained on
+    assert done.collected_steps == 160
     assert done.episode_returns == [1.0]        # its episodes still count
-    assert done.metrics["Policy/Dropped Segments"] == 1 and runner.dropped_total == 1
+    assert done.metrics["Policy/Dropped Segments"] == 1
     assert done.metrics["Policy/Lag"] == pytest.approx((0 + 1 + 0) / 3)
     assert done.metrics["Policy/Lag Max"] == 1
-    assert backend.broadcasts == [5, 6]
+    assert backend.broadcasts == [(1, {BEHAVIOR: 5}), (2, {BEHAVIOR: 6})]
 
 
 def test_async_runner_takes_what_has_already_arrived():
-    learner = CountingLearner()
-    backend = ScriptedBackend([segment(0, 0, 60), segment(1, 0, 60), segment(0, 0, 60)])
-    runner = AsyncRunner(backend, learner, buffer_steps=100, max_policy_lag=2)
-    runner.next_update()
-    assert learner.trained == [180]
+    host = counting_host()
+    backend = ScriptedBackend([rollout(0, 0, 60), rollout(1, 0, 60), rollout(0, 0, 60)])
+    AsyncRunner(backend, {BEHAVIOR: host}).next_update()
+    assert host.learner.trained == [180]
 
 
-def test_sync_runner_rejects_two_segments_from_one_actor():
-    backend = ScriptedBackend([segment(0, 0, 10), segment(0, 0, 10)])
-    with pytest.raises(RuntimeError, match="two segments in one sync round"):
-        SyncRunner(backend, CountingLearner()).next_update()
+def test_async_runner_trains_each_behavior_when_its_own_buffer_is_full():
+    fake, bandit = counting_host(buffer_steps=100), counting_host(buffer_steps=10)
+    backend = ScriptedBackend([rollout(0, 0, 30), rollout(0, 0, 12, behavior=BANDIT)])
+    runner = AsyncRunner(backend, {BEHAVIOR: fake, BANDIT: bandit})
+    done = runner.next_update()
+    assert bandit.learner.trained == [12] and fake.learner.trained == []
+    assert done.behaviors[BANDIT].metrics is not None
+    assert done.behaviors[BEHAVIOR].metrics is None and done.behaviors[BEHAVIOR].collected_steps == 30
+    assert backend.broadcasts == [(1, {BEHAVIOR: 0, BANDIT: 1})]  # one publication, all weights
+
+
+def test_a_finished_behavior_is_no_longer_trained():
+    fake, bandit = counting_host(buffer_steps=10), counting_host(buffer_steps=10)
+    backend = ScriptedBackend([rollout(0, 0, 30), rollout(0, 0, 12, behavior=BANDIT)])
+    runner = AsyncRunner(backend, {BEHAVIOR: fake, BANDIT: bandit})
+    runner.finish(BANDIT)
+    done = runner.next_update()
+    assert fake.learner.trained == [30] and bandit.learner.trained == []
+    assert done.behaviors[BANDIT].collected_steps == 12   # still counted
+
+
+def test_sync_runner_rejects_two_rollouts_from_one_actor():
+    backend = ScriptedBackend([rollout(0, 0, 10), rollout(0, 0, 10)])
+    with pytest.raises(RuntimeError, match="two rollouts in one sync round"):
+        SyncRunner(backend, {BEHAVIOR: counting_host()}).next_update()
 
 
 def test_unknown_backend_and_mode_are_errors():
@@ -219,5 +292,4 @@ def test_unknown_backend_and_mode_are_errors():
     with pytest.raises(ValueError, match="unknown backend 'nope'"):
         make_backend("nope", [spec(0, sync=True)])
     with pytest.raises(ValueError, match="unknown mode 'both'"):
-        make_runner("both", ScriptedBackend([]), CountingLearner(), buffer_steps=1,
-                    max_policy_lag=0)
+        make_runner("both", ScriptedBackend([]), {BEHAVIOR: counting_host()})

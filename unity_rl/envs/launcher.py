@@ -12,6 +12,7 @@ Contract:
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 import os
 import signal
@@ -45,7 +46,9 @@ class BuildFailedError(RuntimeError):
 
 @dataclass(frozen=True)
 class LaunchSettings:
-    """How to start every build of a run."""
+    """How to start every build of a run: the one launch-settings object that travels from the
+    config and the CLI (``unity_rl.config.launch_settings``) to each build. Defaults are
+    mlagents-learn's."""
 
     env_path: str
     """Path to the build executable, with or without its .x86_64/.x86 suffix."""
@@ -55,8 +58,22 @@ class LaunchSettings:
     """Worker id of build 0 (build i is worker worker_id_start + i)."""
     no_graphics: bool = True
     """Pass -nographics -batchmode to the builds."""
+    no_graphics_monitor: bool = False
+    """Run every build but worker 0 with -nographics (mlagents-learn's --no-graphics-monitor)."""
     time_scale: float = 20.0
     """Engine time scale sent through the engine-configuration side channel."""
+    width: int = 84
+    """Engine configuration: window width in pixels."""
+    height: int = 84
+    """Engine configuration: window height in pixels."""
+    quality_level: int = 5
+    """Engine configuration: Unity quality level."""
+    target_frame_rate: int = -1
+    """Engine configuration: Unity's target frame rate (-1: unlimited)."""
+    capture_frame_rate: int = 60
+    """Engine configuration: Unity's capture frame rate (fixes simulated time per frame)."""
+    num_areas: int = 1
+    """Training areas each build instantiates (sent in the handshake)."""
     env_args: tuple[str, ...] = ()
     """Extra command-line arguments for every build."""
     timeout_wait: float = 60.0
@@ -69,6 +86,10 @@ class LaunchSettings:
     """Environment parameters sent to every build at start-up: (name, float) for a constant, or
     (name, spec) with spec having ``sampler_type`` uniform|gaussian|multirangeuniform and the
     matching fields of ``unity_rl.config.EnvironmentParameter``."""
+
+    def replace_args(self, extra: tuple[str, ...]) -> "LaunchSettings":
+        """A copy with ``extra`` appended to ``env_args`` (e.g. one actor's slowed builds)."""
+        return dataclasses.replace(self, env_args=self.env_args + tuple(extra)) if extra else self
 
 
 @dataclass
@@ -164,7 +185,10 @@ def _start(settings: LaunchSettings, executable: str, build: int, worker_id: int
     if settings.log_dir is not None:
         Path(settings.log_dir).mkdir(parents=True, exist_ok=True)
     engine = EngineConfigurationChannel()
-    engine.set_configuration_parameters(time_scale=settings.time_scale)
+    engine.set_configuration_parameters(
+        width=settings.width, height=settings.height, quality_level=settings.quality_level,
+        time_scale=settings.time_scale, target_frame_rate=settings.target_frame_rate,
+        capture_frame_rate=settings.capture_frame_rate)
     parameters = EnvironmentParametersChannel()
     for name, value in settings.env_parameters:
         send_environment_parameter(parameters, name, value, seed)
@@ -174,7 +198,8 @@ def _start(settings: LaunchSettings, executable: str, build: int, worker_id: int
             worker_id=worker_id,
             base_port=settings.base_port,
             seed=seed,
-            no_graphics=settings.no_graphics,
+            no_graphics=settings.no_graphics or (settings.no_graphics_monitor and worker_id > 0),
+            num_areas=settings.num_areas,
             timeout_wait=max(1, int(round(settings.timeout_wait))),
             additional_args=list(settings.env_args),
             side_channels=[engine, parameters],

@@ -1,22 +1,27 @@
-"""The actor role: one ``AgentStream`` over its builds plus a policy copy (Sample Factory's sampler).
+"""The actor role: one ``AgentStream`` over its builds plus a policy copy per behavior.
 
 Contract:
-- an actor acts for every agent that requests a decision, in one batched ``policy.act`` call per
-  stream step (rows are independent: agent order and count may change from step to step);
-- ``collect()`` returns a ``Segment`` of at least ``segment_steps`` completed agent-steps (it stops
-  at the first stream step that reaches the count; a step adds one transition per agent), tagged
-  with the version of the weights it acted with. Weights change only between segments, so every
-  step of a segment was taken under that one version (an action still waiting for its reward at a
-  segment's end opens the agent's next piece and keeps the logprob of the policy that took it);
+- an actor trains every behavior its builds report (or the one ``StreamSettings.behaviors``
+  names); each gets a *lane*: the policy copy built by its ``BehaviorPlan`` (looked up by the
+  behavior's name in ``ActorSpec.plans``, else ``ActorSpec.default_plan``; neither is an error
+  naming the behavior), a ``TrajectoryCollector`` and the latest observations;
+- every stream step acts for every agent of every lane that requests a decision, one batched
+  ``policy.act`` call per lane (rows are independent: agent order and count may change);
+- ``collect()`` returns a ``Rollout``: one ``Segment`` per lane. A sync collection ends when
+  every lane has completed its ``segment_steps`` agent-steps (or one lane has
+  ``SEGMENT_OVERRUN`` times its own, so a behavior whose agents stopped deciding cannot stall
+  the others); an async one as soon as any lane has. Weights change only between collections,
+  so each segment was acted with one version of its behavior (an action still waiting for its
+  reward at the end opens the agent's next piece and keeps the logprob of the policy that took it);
 - ``actor_loop`` is the backend-independent body of an actor process: it reports ``READY`` with
-  the behavior spec, waits for the first weights, then collects segments until told to stop.
-  In the sync wiring (``ActorSpec.wait_for_new_weights``) it waits after each segment for weights
-  newer than those it used; in the async wiring it only picks up whatever weights have arrived.
-  Any exception is sent back as ``FromActor.ERROR`` (with the traceback text); the builds are
-  closed in ``finally`` whatever happens.
+  the behaviors' specs, waits for the first weights, then collects until told to stop. In the
+  sync wiring (``ActorSpec.wait_for_new_weights``) it waits after each rollout for a
+  publication newer than the one it used; in the async wiring it only picks up whatever weights
+  have arrived. Any exception is sent back as ``FromActor.ERROR`` (with the traceback text); the
+  builds are closed in ``finally`` whatever happens.
 
-The actor never builds the learner (no optimiser state): it rebuilds its policy from a picklable
-``policy_factory(obs_dim, action_spec, seed)`` and loads CPU weights shipped as plain dicts.
+The actor never builds a learner (no optimiser state): it rebuilds each policy from a picklable
+``policy_factory(obs_shapes, action_spec, seed)`` and loads CPU weights shipped as plain dicts.
 """
 from __future__ import annotations
 
@@ -30,18 +35,24 @@ from typing import Any, Callable, Optional, Protocol
 import numpy as np
 
 from unity_rl.algos.types import Segment
+from unity_rl.runtime.algorithm import BehaviorPlan
 from unity_rl.runtime.collector import TrajectoryCollector
 from unity_rl.runtime.messages import (
     ActorError,
     ActorInfo,
+    BehaviorInfo,
     Command,
     FromActor,
     PolicyWeights,
     Report,
+    Rollout,
     ToActor,
 )
 
 logger = logging.getLogger(__name__)
+
+SEGMENT_OVERRUN = 8
+"""sync: a collection also ends once one lane has this many times its segment_steps."""
 
 
 class Policy(Protocol):
@@ -59,9 +70,12 @@ class Policy(Protocol):
     def load_weights(self, weights: dict) -> None: ...
 
 
-PolicyFactory = Callable[[int, Any, int], Policy]
-"""(obs_dim, action_spec, seed) -> a policy copy; must pickle (a module-level function or a
+PolicyFactory = Callable[[Any, Any, int], Policy]
+"""(obs_shapes, action_spec, seed) -> a policy copy; must pickle (a module-level function or a
 ``functools.partial`` of one) because it travels to the actor's process."""
+
+ALL_BEHAVIORS = "*"
+"""``StreamSettings.behaviors`` value: every behavior the builds report."""
 
 
 @dataclass(frozen=True)
@@ -72,49 +86,39 @@ class StreamSettings:
     """Build executable."""
     num_builds: int = 1
     """Builds this actor owns."""
-    base_port: int = 5005
-    """Port of worker 0 of the run; the actor's builds use base_port + worker_id."""
     worker_id_start: int = 0
     """Worker id of the actor's first build (distinct ranges per actor: distinct ports)."""
-    no_graphics: bool = True
-    """Pass -nographics -batchmode to the builds."""
-    time_scale: float = 20.0
-    """Engine time scale."""
-    env_args: tuple[str, ...] = ()
-    """Extra command-line arguments for every build."""
     seed: int = 0
-    """Seed sent to the builds."""
-    timeout_wait: float = 60.0
-    """Seconds a build may take to connect."""
-    step_timeout: float | None = None
-    """Seconds a build may take to answer a step (None: timeout_wait)."""
-    behavior_name: str | None = None
-    """Behavior to train (None: the build's only behavior)."""
-    log_dir: str | None = None
-    """Folder for the builds' logs."""
-    max_lifetime_restarts: int = 10
-    """Build restarts allowed over the actor's life (-1: unlimited)."""
-    restarts_rate_limit_n: int = 1
-    """Restarts allowed per rate-limit period (-1: unlimited)."""
-    restarts_rate_limit_period_s: float = 60.0
-    """Length of the rate-limit period."""
-    env_parameters: tuple[tuple[str, Any], ...] = ()
-    """Environment parameters sent to the builds: (name, float or sampler spec)."""
+    """Seed sent to the builds (build i gets seed + i)."""
+    behaviors: tuple[str, ...] = (ALL_BEHAVIORS,)
+    """Behaviors to train (short or full names), or ``(ALL_BEHAVIORS,)``."""
+    other_behaviors: str = "error"
+    """What agents of behaviors not trained get: 'error' (raise) or 'zeros' (zero actions)."""
+    launch: Any = None
+    """The run's ``unity_rl.envs.launcher.LaunchSettings`` (ports, flags, engine, timeouts)."""
+    restart_quota: tuple[int, int, float] = (10, 1, 60.0)
+    """Build restarts: (lifetime, per period, period seconds); -1 for unlimited."""
+
+    @property
+    def timeout_wait(self) -> float:
+        """Seconds a build may take to connect."""
+        return float(self.launch.timeout_wait) if self.launch is not None else 60.0
+
+    @property
+    def step_timeout(self) -> float | None:
+        """Seconds a build may take to answer a step."""
+        return float(self.launch.step_timeout) if self.launch is not None else None
 
     def open(self):
         """Starts the builds and returns the ``AgentStream`` over them."""
         from unity_rl.envs.agent_stream import AgentStream
         from unity_rl.envs.launcher import RestartQuota
 
-        quota = RestartQuota(self.max_lifetime_restarts, self.restarts_rate_limit_n,
-                             self.restarts_rate_limit_period_s)
-        return AgentStream(
-            self.env_path, num_builds=self.num_builds, base_port=self.base_port,
-            worker_id_start=self.worker_id_start, no_graphics=self.no_graphics,
-            time_scale=self.time_scale, env_args=self.env_args, seed=self.seed,
-            timeout_wait=self.timeout_wait, behavior_name=self.behavior_name,
-            log_dir=self.log_dir, step_timeout=self.step_timeout, restart_quota=quota,
-            env_parameters=dict(self.env_parameters))
+        behaviors = None if self.behaviors == (ALL_BEHAVIORS,) else list(self.behaviors)
+        return AgentStream.from_settings(
+            self.launch, num_builds=self.num_builds, worker_id_start=self.worker_id_start,
+            seed=self.seed, behaviors=behaviors if behaviors is not None else ALL_BEHAVIORS,
+            other_behaviors=self.other_behaviors, restart_quota=RestartQuota(*self.restart_quota))
 
 
 @dataclass(frozen=True)
@@ -125,16 +129,15 @@ class ActorSpec:
     """Index of the actor, 0..K-1."""
     stream: StreamSettings
     """Its builds."""
-    policy_factory: PolicyFactory
-    """Builds the policy copy (see ``PolicyFactory``)."""
-    segment_steps: int
-    """Completed agent-steps per segment."""
-    time_horizon: int
-    """Per-agent trajectory cut (ML-Agents' time_horizon)."""
+    plans: tuple[tuple[str, BehaviorPlan], ...]
+    """(config section name, plan) per behavior section; a name matches a behavior's full or
+    short name."""
     wait_for_new_weights: bool
-    """Sync wiring: after each segment, wait for weights newer than those used."""
+    """Sync wiring: after each rollout, wait for a newer publication."""
+    default_plan: BehaviorPlan | None = None
+    """Plan for behaviors without a section (ML-Agents' default_settings); None: an error."""
     seed: int = 0
-    """Seed of the policy's action sampling."""
+    """Seed of the policies' action sampling."""
     torch_threads: int = 1
     """Intra-op threads of the actor's torch (1: the builds need the other cores)."""
     stream_factory: Optional[Callable[[], Any]] = field(default=None, compare=False)
@@ -143,92 +146,152 @@ class ActorSpec:
     def open_stream(self):
         return self.stream_factory() if self.stream_factory is not None else self.stream.open()
 
+    def plan_for(self, behavior: str) -> BehaviorPlan:
+        """The plan of a behavior (full name); ``ValueError`` naming it when there is none."""
+        for name, plan in self.plans:
+            if name in (behavior, behavior.split("?", 1)[0]):
+                return plan
+        if self.default_plan is not None:
+            return self.default_plan
+        known = [name for name, _ in self.plans]
+        raise ValueError(f"the builds have behavior '{behavior}' but the config has no settings "
+                         f"for it (sections: {known}): add behaviors.{behavior.split('?', 1)[0]} "
+                         f"or default_settings, or train only some behaviors with --behavior")
+
+
+class _Lane:
+    """One behavior inside an actor: its policy copy, collector and pending decisions."""
+
+    def __init__(self, name: str, plan: BehaviorPlan, behavior_spec: Any, seed: int):
+        self.name = name
+        self.plan = plan
+        self.obs_shapes = tuple(tuple(int(d) for d in o.shape)
+                                for o in behavior_spec.observation_specs)
+        self.action_spec = behavior_spec.action_spec
+        self.policy: Policy = plan.policy_factory(self.obs_shapes, self.action_spec, seed)
+        self.keyed = getattr(self.policy, "wants_agent_keys", False)
+        self.collector = TrajectoryCollector(plan.time_horizon)
+        self.version = -1
+        self.result = None
+        self.obs: np.ndarray | None = None
+
+    def observe(self, result) -> None:
+        self.obs = self.collector.observe(result)
+        if self.keyed and result.terminals.keys:
+            self.policy.episodes_ended(result.terminals.keys)
+        self.result = result
+
+    def act(self) -> np.ndarray | None:
+        """Actions for this lane's decision rows (None when none is waiting)."""
+        decisions = self.result.decisions
+        if not decisions.keys:
+            return None
+        if self.keyed:
+            actions, logprobs, values = self.policy.act(self.obs, decisions.action_mask,
+                                                        agent_keys=decisions.keys)
+        else:
+            actions, logprobs, values = self.policy.act(self.obs, decisions.action_mask)
+        self.collector.record(decisions.keys, self.obs, actions, logprobs, values,
+                              decisions.action_mask)
+        return actions
+
+    def segment(self, actor_id: int) -> Segment:
+        trajectories = self.collector.flush()
+        returns, lengths = self.collector.pop_episodes()
+        segment = Segment(trajectories=trajectories, policy_version=self.version,
+                          actor_id=actor_id,
+                          agent_steps=sum(len(t.rewards) for t in trajectories),
+                          episode_returns=returns, episode_lengths=lengths)
+        finish = getattr(self.policy, "finish_segment", None)
+        return finish(segment) if finish is not None else segment
+
+    def info(self) -> BehaviorInfo:
+        return BehaviorInfo(self.name, self.obs_shapes, self.action_spec,
+                            len(self.result.decisions.keys))
+
+    def close(self) -> None:
+        close = getattr(self.policy, "close", None)
+        if close is not None:
+            close()
+
 
 class Actor:
-    """One stream over the actor's builds, a policy copy and a trajectory collector."""
+    """One stream over the actor's builds and one lane per trained behavior."""
 
     def __init__(self, spec: ActorSpec):
         self.spec = spec
         self.stream = None
-        self.policy: Policy | None = None
-        self.version = -1
-        self.collector = TrajectoryCollector(spec.time_horizon)
-        self._result = None
-        self._obs: np.ndarray | None = None
-        self._continuous = True
-        self._empty_actions: np.ndarray | None = None
+        self.lanes: dict[str, _Lane] = {}
+        self.publication = -1
+        """``PolicyWeights.version`` of the loaded weights (-1: none yet)."""
         self.restarts = 0
 
     def start(self) -> ActorInfo:
-        """Starts the builds, resets them and builds the policy copy."""
+        """Starts the builds, resets them and builds one policy copy per behavior."""
         spec = self.spec
         self.stream = spec.open_stream()
-        behavior_spec = self.stream.spec
-        result = self.stream.reset()
-        self._obs = self.collector.observe(result)
-        self._result = result
-        obs_dim = int(sum(int(np.prod(o.shape)) for o in behavior_spec.observation_specs))
-        action_spec = behavior_spec.action_spec
-        self._continuous = action_spec.continuous_size > 0
-        width = action_spec.continuous_size or len(action_spec.discrete_branches)
-        self._empty_actions = np.zeros((0, width), np.float32 if self._continuous else np.int64)
-        self.policy = spec.policy_factory(obs_dim, action_spec, spec.seed)
+        results = self.stream.reset_all()
+        seeds = np.random.SeedSequence(spec.seed).spawn(len(self.stream.behavior_names))
+        for name, seq in zip(self.stream.behavior_names, seeds):
+            lane = _Lane(name, spec.plan_for(name), self.stream.specs[name],
+                         int(seq.generate_state(1)[0]))
+            lane.observe(results[name])
+            self.lanes[name] = lane
         build_pids = ()
         builds = getattr(self.stream, "builds", None)
         if builds is not None and hasattr(builds, "pids"):
             build_pids = tuple(int(p) for p in builds.pids() if p)
-        obs_shapes = tuple(tuple(int(d) for d in o.shape) for o in behavior_spec.observation_specs)
-        return ActorInfo(spec.actor_id, self.stream.behavior_name, obs_dim, obs_shapes, action_spec,
-                         len(result.decisions.keys), os.getpid(), build_pids)
+        return ActorInfo(spec.actor_id, {name: lane.info() for name, lane in self.lanes.items()},
+                         os.getpid(), build_pids)
 
     def set_weights(self, weights: PolicyWeights) -> None:
-        self.policy.load_weights(weights.state)
-        self.version = weights.version
+        for name, behavior_weights in weights.behaviors.items():
+            lane = self.lanes.get(name)
+            if lane is not None:
+                lane.policy.load_weights(behavior_weights.state)
+                lane.version = behavior_weights.version
+        self.publication = weights.version
 
-    def collect(self, on_step: Callable[[], bool] | None = None) -> Segment | None:
-        """Steps the builds until ``segment_steps`` agent-steps are complete.
+    def collect(self, on_step: Callable[[], bool] | None = None) -> Rollout | None:
+        """Steps the builds until the collection is complete (see the module doc).
 
         ``on_step()`` runs after every stream step (heartbeat); when it returns True the
         collection is abandoned and None is returned (the actor is being stopped).
         """
-        collector, stream, policy = self.collector, self.stream, self.policy
-        target = self.spec.segment_steps
-        result, obs = self._result, self._obs
-        keyed = getattr(policy, "wants_agent_keys", False)
-        while collector.completed_steps < target:
-            decisions = result.decisions
-            if decisions.keys:
-                if keyed:
-                    actions, logprobs, values = policy.act(obs, decisions.action_mask,
-                                                           agent_keys=decisions.keys)
-                else:
-                    actions, logprobs, values = policy.act(obs, decisions.action_mask)
-                collector.record(decisions.keys, obs, actions, logprobs, values,
-                                 decisions.action_mask)
-                result = stream.step(actions)  # the stream clips continuous actions to ±1
-            else:
-                result = stream.step(self._empty_actions)
-            if result.restarted:
-                self.restarts += len(result.restarted)
-                for build, reason in result.restarted.items():
-                    logger.warning("actor %d: build %d restarted: %s",
-                                   self.spec.actor_id, build, reason)
-            obs = collector.observe(result)
-            if keyed and result.terminals.keys:
-                policy.episodes_ended(result.terminals.keys)
-            self._result, self._obs = result, obs
+        restarts = 0
+        while not self._complete():
+            actions = {}
+            for name, lane in self.lanes.items():
+                lane_actions = lane.act()
+                if lane_actions is not None:
+                    actions[name] = lane_actions  # the stream clips continuous actions to ±1
+            results = self.stream.step_all(actions)
+            for name, lane in self.lanes.items():
+                lane.observe(results[name])
+            restarted = next(iter(results.values())).restarted if results else {}
+            for build, reason in restarted.items():
+                restarts += 1
+                logger.warning("actor %d: build %d restarted: %s", self.spec.actor_id, build,
+                               reason)
             if on_step is not None and on_step():
                 return None
-        trajectories = collector.flush()
-        returns, lengths = collector.pop_episodes()
-        segment = Segment(trajectories=trajectories, policy_version=self.version,
-                          actor_id=self.spec.actor_id,
-                          agent_steps=sum(len(t.rewards) for t in trajectories),
-                          episode_returns=returns, episode_lengths=lengths)
-        finish = getattr(policy, "finish_segment", None)
-        return finish(segment) if finish is not None else segment
+        self.restarts += restarts
+        return Rollout(self.spec.actor_id, self.publication,
+                       {name: lane.segment(self.spec.actor_id)
+                        for name, lane in self.lanes.items()}, restarts)
+
+    def _complete(self) -> bool:
+        done = [lane.collector.completed_steps >= lane.plan.segment_steps
+                for lane in self.lanes.values()]
+        if not self.spec.wait_for_new_weights:
+            return any(done)
+        return all(done) or any(lane.collector.completed_steps
+                                >= SEGMENT_OVERRUN * lane.plan.segment_steps
+                                for lane in self.lanes.values())
 
     def close(self) -> None:
+        for lane in self.lanes.values():
+            lane.close()
         if self.stream is not None:
             stream, self.stream = self.stream, None
             stream.close()
@@ -290,7 +353,7 @@ def actor_loop(spec: ActorSpec, inbox: Inbox, outbox: Outbox,
         if command.kind is ToActor.STOP:
             raise _Stop
         if command.kind is ToActor.WEIGHTS:
-            if command.weights.version >= actor.version:
+            if command.weights.version >= actor.publication:
                 actor.set_weights(command.weights)
             return
         raise ValueError(f"unknown command {command.kind!r}")
@@ -298,16 +361,16 @@ def actor_loop(spec: ActorSpec, inbox: Inbox, outbox: Outbox,
     try:
         info = actor.start()
         outbox.put(Report(FromActor.READY, spec.actor_id, info))
-        while actor.version < 0:  # the first weights
+        while actor.publication < 0:  # the first weights
             apply(next_command(block=True))
         while True:
-            used = actor.version
-            segment = actor.collect(on_step)
-            if segment is None:
+            used = actor.publication
+            rollout = actor.collect(on_step)
+            if rollout is None:
                 raise _Stop
-            outbox.put(Report(FromActor.SEGMENT, spec.actor_id, segment))
+            outbox.put(Report(FromActor.SEGMENT, spec.actor_id, rollout))
             # Sync: block until newer weights. Async: take whatever has arrived, newest last.
-            while spec.wait_for_new_weights and actor.version <= used:
+            while spec.wait_for_new_weights and actor.publication <= used:
                 apply(next_command(block=True))
             newest = None  # several versions may be queued: load only the newest
             while (command := next_command(block=False)) is not None:

@@ -23,7 +23,9 @@ Cuts and bootstrapping (issue 3 §3, Pardo et al. 2018 "Time Limits in RL"):
   and opens the agent's next trajectory.
 
 Observations are flat float32 vectors: the concatenation of the behavior's observations, each
-flattened (``flat_obs``).  Costs are per agent-step O(1) list appends; arrays are stacked once
+flattened (``flat_obs``); a PNG-compressed camera image, which the adapter hands over as uint8,
+is scaled back to [0, 1] (the values mlagents-envs decodes and Unity's inference feeds), every
+other observation keeps its values.  Costs are per agent-step O(1) list appends; arrays are stacked once
 per trajectory.
 """
 from __future__ import annotations
@@ -37,10 +39,16 @@ from unity_rl.algos.types import Trajectory
 
 def flat_obs(obs: Sequence[np.ndarray]) -> np.ndarray:
     """[n, obs_dim] float32: the behavior's observations, each flattened, side by side."""
-    if len(obs) == 1 and obs[0].ndim == 2:
+    if len(obs) == 1 and obs[0].ndim == 2 and obs[0].dtype != np.uint8:
         return np.asarray(obs[0], dtype=np.float32)
     n = obs[0].shape[0]
-    return np.concatenate([np.asarray(o, np.float32).reshape(n, -1) for o in obs], axis=1)
+    return np.concatenate([_as_float(o).reshape(n, -1) for o in obs], axis=1)
+
+
+def _as_float(o: np.ndarray) -> np.ndarray:
+    if o.dtype == np.uint8:  # a PNG image from the adapter: back to [0, 1]
+        return o.astype(np.float32) * np.float32(1.0 / 255.0)
+    return np.asarray(o, np.float32)
 
 
 class _AgentTrack:

@@ -29,7 +29,6 @@ from typing import Sequence
 
 import psutil
 
-from unity_rl.algos.types import Segment
 from unity_rl.runtime.actor import ActorSpec, actor_loop
 from unity_rl.runtime.backend import ActorBackend
 from unity_rl.runtime.messages import (
@@ -39,6 +38,7 @@ from unity_rl.runtime.messages import (
     FromActor,
     PolicyWeights,
     Report,
+    Rollout,
     ToActor,
 )
 
@@ -117,7 +117,7 @@ class LocalProcessBackend(ActorBackend):
         for inbox in self._inboxes:
             inbox.put(command)
 
-    def receive(self, timeout: float | None = None) -> Segment | None:
+    def receive(self, timeout: float | None = None) -> Rollout | None:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             slice_s = LIVENESS_SLICE_S

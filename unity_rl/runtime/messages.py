@@ -5,7 +5,12 @@ Two directions, each an Enum tag plus a NamedTuple payload, so every receiver di
 
 - learner -> actor: ``Command`` (``ToActor.WEIGHTS`` with a ``PolicyWeights``, or ``ToActor.STOP``);
 - actor -> learner: ``Report`` (``FromActor.READY`` with an ``ActorInfo``, ``FromActor.SEGMENT``
-  with a ``Segment``, ``FromActor.ERROR`` with an ``ActorError``).
+  with a ``Rollout``, ``FromActor.ERROR`` with an ``ActorError``).
+
+Versions, one meaning each: ``PolicyWeights.version`` is the run's *publication* number (the
+learner host publishes all behaviors' weights together; a sync actor waits for a publication
+newer than the one it used); ``BehaviorWeights.version`` / ``Segment.policy_version`` is one
+behavior's learner version (its own updates), the unit of policy lag.
 
 Everything here pickles with the standard library plus numpy (weights are CPU numpy arrays), so
 the same messages serve local processes and Ray.
@@ -33,18 +38,51 @@ class FromActor(Enum):
     READY = "ready"
     """Builds are up; payload: ActorInfo (the behavior spec the learner needs)."""
     SEGMENT = "segment"
-    """A collected segment; payload: Segment."""
+    """A collection: one segment per trained behavior; payload: Rollout."""
     ERROR = "error"
     """The actor failed and is exiting; payload: ActorError."""
 
 
-class PolicyWeights(NamedTuple):
-    """A policy snapshot as the learner publishes it."""
+class BehaviorWeights(NamedTuple):
+    """One behavior's policy snapshot."""
 
     version: int
-    """Learner version (number of updates) these weights come from."""
+    """That behavior's learner version (its updates so far)."""
     state: dict[str, Any]
-    """What ``Policy.load_weights`` takes: CPU numpy arrays (and normaliser statistics)."""
+    """What ``Policy.load_weights`` takes: CPU arrays (and normaliser statistics)."""
+
+
+class PolicyWeights(NamedTuple):
+    """What the learner host publishes: every trained behavior's weights at once."""
+
+    version: int
+    """Publication number of the run (increases with every publication)."""
+    behaviors: dict[str, BehaviorWeights]
+    """Full behavior name -> its weights."""
+
+
+class BehaviorInfo(NamedTuple):
+    """What an actor's builds report about one behavior it trains."""
+
+    name: str
+    """Full behavior name (e.g. '3DBall?team=0')."""
+    obs_shapes: tuple[tuple[int, ...], ...]
+    """Shape of each observation of the BehaviorSpec, in spec order."""
+    action_spec: Any
+    """mlagents_envs ActionSpec (continuous_size, discrete_branches)."""
+    num_agents: int
+    """Agents of this behavior that requested a decision at reset, over the actor's builds."""
+
+    @property
+    def obs_dim(self) -> int:
+        """Length of the flat observation row (every observation flattened, side by side)."""
+        total = 0
+        for shape in self.obs_shapes:
+            size = 1
+            for d in shape:
+                size *= int(d)
+            total += size
+        return total
 
 
 class ActorInfo(NamedTuple):
@@ -52,20 +90,25 @@ class ActorInfo(NamedTuple):
 
     actor_id: int
     """Index of the actor, 0..K-1."""
-    behavior_name: str
-    """Full behavior name the actor trains (e.g. '3DBall?team=0')."""
-    obs_dim: int
-    """Length of the flat observation vector."""
-    obs_shapes: tuple[tuple[int, ...], ...]
-    """Shape of each observation of the BehaviorSpec (for export)."""
-    action_spec: Any
-    """mlagents_envs ActionSpec (continuous_size, discrete_branches)."""
-    num_agents: int
-    """Agents that requested a decision at reset, over all the actor's builds."""
+    behaviors: dict[str, BehaviorInfo]
+    """Full behavior name -> what the builds report about it (the behaviors this actor trains)."""
     pid: int
     """Process id of the actor (0 where there is none)."""
     build_pids: tuple[int, ...]
     """Process ids of the actor's builds."""
+
+
+class Rollout(NamedTuple):
+    """What an actor sends per collection: one segment per behavior it trains."""
+
+    actor_id: int
+    """Which actor collected it."""
+    publication: int
+    """``PolicyWeights.version`` of the weights the actor acted with."""
+    segments: dict[str, Segment]
+    """Full behavior name -> that behavior's segment (every trained behavior, maybe empty)."""
+    restarts: int = 0
+    """Builds of this actor restarted during the collection."""
 
 
 class ActorError(NamedTuple):
@@ -93,7 +136,7 @@ class Report(NamedTuple):
 
     kind: FromActor
     actor_id: int
-    payload: Union[ActorInfo, Segment, ActorError]
+    payload: Union[ActorInfo, Rollout, ActorError]
 
 
 class ActorFailedError(RuntimeError):

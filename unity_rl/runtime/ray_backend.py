@@ -53,7 +53,7 @@ import numpy as np
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from unity_rl.algos.types import Segment, Trajectory
+from unity_rl.algos.types import Trajectory
 from unity_rl.envs.launcher import RestartQuota
 from unity_rl.runtime.actor import Actor, ActorSpec
 from unity_rl.runtime.backend import ActorBackend
@@ -64,6 +64,7 @@ from unity_rl.runtime.messages import (
     FromActor,
     PolicyWeights,
     Report,
+    Rollout,
 )
 
 logger = logging.getLogger(__name__)
@@ -118,19 +119,19 @@ class ActorHost:
         return Report(FromActor.READY, self.spec.actor_id, info), node_id
 
     def collect(self, weights: PolicyWeights) -> Report | None:
-        """One segment acted with ``weights`` (or newer ones already loaded); None if stopped."""
+        """One rollout acted with ``weights`` (or newer ones already loaded); None if stopped."""
         try:
-            if weights.version > self.actor.version:
+            if weights.version > self.actor.publication:
                 self.actor.set_weights(weights)
             self._last_beat = time.monotonic()
-            segment = self.actor.collect(self._on_step)
+            rollout = self.actor.collect(self._on_step)
         except Exception as err:  # noqa: BLE001 - reported to the learner with its traceback
             report = _error_report(self.spec, err)
             self.close()
             return report
-        if segment is None:
+        if rollout is None:
             return None
-        return Report(FromActor.SEGMENT, self.spec.actor_id, segment)
+        return Report(FromActor.SEGMENT, self.spec.actor_id, rollout)
 
     def close(self) -> bool:
         """Closes the builds (idempotent)."""
@@ -290,9 +291,7 @@ class RayBackend(ActorBackend):
     def _quota(spec: ActorSpec, max_restarts: int | None) -> RestartQuota:
         if max_restarts is not None:
             return RestartQuota(max_restarts, -1, 60.0)
-        s = spec.stream
-        return RestartQuota(s.max_lifetime_restarts, s.restarts_rate_limit_n,
-                            s.restarts_rate_limit_period_s)
+        return RestartQuota(*spec.stream.restart_quota)
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> list[ActorInfo]:
@@ -330,7 +329,7 @@ class RayBackend(ActorBackend):
                 continue
             self._collect(slot)
 
-    def receive(self, timeout: float | None = None) -> Segment | None:
+    def receive(self, timeout: float | None = None) -> Rollout | None:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             busy = sorted((s for s in self._slots if s.ref is not None), key=lambda s: s.since)
@@ -345,9 +344,9 @@ class RayBackend(ActorBackend):
             ready, _ = ray.wait([s.ref for s in busy], num_returns=1, timeout=wait_s)
             if ready:
                 slot = next(s for s in busy if s.ref == ready[0])
-                segment = self._on_result(slot)
-                if segment is not None:
-                    return segment
+                rollout = self._on_result(slot)
+                if rollout is not None:
+                    return rollout
                 continue
             self._check_liveness()
             if deadline is not None and time.monotonic() >= deadline:
@@ -461,8 +460,8 @@ class RayBackend(ActorBackend):
         slot.phase, slot.since = "collecting", time.monotonic()
         slot.used_version = self._weights_version
 
-    def _on_result(self, slot: _Slot) -> Segment | None:
-        """Handles the finished call of ``slot``: a segment to hand over, or None."""
+    def _on_result(self, slot: _Slot) -> Rollout | None:
+        """Handles the finished call of ``slot``: a rollout to hand over, or None."""
         ref, phase = slot.ref, slot.phase
         slot.ref = None
         result, lost = self._fetch(slot, ref)
@@ -626,13 +625,15 @@ def _first_line(err: BaseException) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
-def _writable(segment: Segment) -> Segment:
-    """The segment with writable arrays (Ray hands out read-only zero-copy views)."""
+def _writable(rollout: Rollout) -> Rollout:
+    """The rollout with writable arrays (Ray hands out read-only zero-copy views)."""
     def own(a):
         return a if a is None or a.flags.writeable else np.array(a)
 
-    trajectories = [Trajectory(own(t.obs), own(t.actions), own(t.logprobs), own(t.values),
-                               own(t.rewards), own(t.last_obs), t.terminated,
-                               own(t.action_masks))
-                    for t in segment.trajectories]
-    return segment._replace(trajectories=trajectories)
+    def segment(seg):
+        return seg._replace(trajectories=[
+            Trajectory(own(t.obs), own(t.actions), own(t.logprobs), own(t.values),
+                       own(t.rewards), own(t.last_obs), t.terminated, own(t.action_masks))
+            for t in seg.trajectories])
+
+    return rollout._replace(segments={name: segment(seg) for name, seg in rollout.segments.items()})

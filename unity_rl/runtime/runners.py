@@ -1,174 +1,187 @@
-"""The two wirings of actors and learner: synchronous and asynchronous (issue 3 §4).
+"""The two wirings of actors and learner hosts: how rollouts reach the hosts (one per behavior).
 
-Both drive the same pieces: an ``ActorBackend`` (actors anywhere) and a learner with
-``version``, ``weights()`` and ``update(list[Trajectory]) -> metrics``.  ``next_update()`` runs
-one round: wait for experience, update once, publish the new weights; the trainer owns the loop
-around it (step budget, metrics, checkpoints, stopping).
+Both drive every behavior's ``LearnerHost`` through the same calls (``runtime/algorithm.py``),
+so PPO, DDPG or a mix of them in one run are wired alike; ``next_update()`` returns a ``Round``
+with, per behavior, the agent-steps and episodes that arrived and the metrics of the training
+done for it (if any).
 
-**sync** — every actor collects one segment with the current weights; the learner waits for all
-K segments, updates, broadcasts; actors wait for those weights before collecting again (the
-``ActorSpec.wait_for_new_weights`` flag).  Policy lag is always 0; the slowest actor paces the
-round.
+**sync** — every actor collects one rollout with the current weights (``ActorSpec.
+wait_for_new_weights``); the runner waits for all K rollouts, lets every host accept its
+segments and ``train(sync=True)`` (PPO: one update on the round's data; DDPG: every update owed),
+then publishes; actors wait for that publication before collecting again. Policy lag is 0 and
+the slowest actor paces the round.
 
-**async** — actors never wait: they stream segments tagged with the version they acted with and
-pick up new weights between segments.  The learner updates as soon as at least ``buffer_steps``
-agent-steps have arrived, taking also whatever else has already arrived (never waiting for it),
-then publishes.  Policy lag = learner version − segment version, measured per segment and logged
-(``Policy/Lag`` mean, ``Policy/Lag Max``).
-
-Stale data, decided here: segments whose lag exceeds ``max_policy_lag`` are **dropped** (counted
-in ``Policy/Dropped Segments``; their episodes still count for the return statistics and their
-steps for the step budget, since the builds did play them).  Segments within the bound are
-used as they are: PPO's ratio π_θ/π_behaviour uses the behaviour policy's stored log-probs, so
-the clipped surrogate already is an importance-weighted, trust-region-bounded correction for
-mild lag, and ``PPOLearner`` recomputes values with the current critic before GAE.  Heavier
-corrections (V-trace) would pay off only for lags well beyond what one machine produces; with a
-bound of a few versions PPO's clip is the simpler and proven choice (as in APPO / Sample Factory).
+**async** — actors never wait: they stream rollouts tagged with the version each behavior acted
+with and pick up new weights between rollouts. The runner takes whatever has arrived (blocking
+only when no host has work due), hands the segments to their hosts (a host may drop stale data:
+PPO beyond ``max_policy_lag``), gives every host with work due one unit of training
+(``train(sync=False)``: PPO one update once its buffer is full, DDPG at most a chunk of owed
+updates) and publishes when anything trained. Policy lag = host version − segment version,
+measured per accepted segment (``Policy/Lag`` mean, ``Policy/Lag Max``).
 """
 from __future__ import annotations
 
 import time
-from typing import NamedTuple, Protocol
+from typing import Mapping, NamedTuple
 
 import numpy as np
 
-from unity_rl.algos.types import Segment, Trajectory
+from unity_rl.runtime.algorithm import LearnerHost
 from unity_rl.runtime.backend import ActorBackend
-from unity_rl.runtime.messages import PolicyWeights
+from unity_rl.runtime.messages import BehaviorWeights, PolicyWeights, Rollout
 
 
-class Learner(Protocol):
-    """What a wiring needs of a learner (``PPOLearner`` fits)."""
+class BehaviorRound(NamedTuple):
+    """What one ``next_update()`` did for one behavior."""
 
-    version: int
-
-    def weights(self) -> dict: ...
-
-    def update(self, trajectories: list[Trajectory]) -> dict[str, float]: ...
+    collected_steps: int
+    """Agent-steps of this behavior that arrived (used or dropped)."""
+    episode_returns: list[float]
+    """Returns of this behavior's episodes that ended in the arrived segments."""
+    episode_lengths: list[int]
+    """Their lengths in decisions."""
+    metrics: dict[str, float] | None
+    """Learner metrics plus lag and timings when the host trained this round; None otherwise."""
 
 
 class Round(NamedTuple):
     """What one ``next_update()`` did."""
 
-    collected_steps: int
-    """Agent-steps that arrived in this round (used or dropped)."""
-    trained_steps: int
-    """Agent-steps the update trained on."""
-    episode_returns: list[float]
-    """Returns of episodes that ended in the segments of this round."""
-    episode_lengths: list[int]
-    """Their lengths in decisions."""
-    metrics: dict[str, float]
-    """Learner metrics plus Policy/Lag, Policy/Lag Max, Policy/Dropped Segments and timings."""
-
-
-def publish(backend: ActorBackend, learner: Learner) -> None:
-    """Broadcasts the learner's current weights, tagged with its version."""
-    backend.broadcast(PolicyWeights(int(learner.version), learner.weights()))
-
-
-def _lag_metrics(lags: list[int], dropped: int) -> dict[str, float]:
-    return {"Policy/Lag": float(np.mean(lags)) if lags else float("nan"),
-            "Policy/Lag Max": float(max(lags)) if lags else float("nan"),
-            "Policy/Dropped Segments": float(dropped)}
+    behaviors: dict[str, BehaviorRound]
+    """Full behavior name -> its part of the round (every host, maybe with nothing)."""
+    rollouts: int
+    """Rollouts that arrived."""
+    actor_restarts: int
+    """Build restarts the arrived rollouts report."""
 
 
 class _Wiring:
-    """Shared bookkeeping of the two wirings."""
+    """Shared bookkeeping of the two wirings: hosts, publication, per-behavior accounting."""
 
-    def __init__(self, backend: ActorBackend, learner: Learner):
+    def __init__(self, backend: ActorBackend, hosts: Mapping[str, LearnerHost]):
+        if not hosts:
+            raise ValueError("a wiring needs at least one learner host")
         self.backend = backend
-        self.learner = learner
+        self.hosts = dict(hosts)
+        self.publication = 0
+        """Number of the last publication (``PolicyWeights.version``)."""
+        self.finished: set[str] = set()
+        """Behaviors that reached their max_steps: their data is counted, no longer trained on."""
+
+    def finish(self, name: str) -> None:
+        """Stops training behavior ``name`` (its actors keep acting with its last weights)."""
+        self.finished.add(name)
+
+    def _training(self):
+        return [(n, h) for n, h in self.hosts.items() if n not in self.finished]
 
     def start(self) -> None:
         """Publishes the initial weights (actors wait for them before acting)."""
-        publish(self.backend, self.learner)
+        self.publish()
 
-    def _update(self, used: list[Segment], arrived: list[Segment], lags: list[int], dropped: int,
-                wait_s: float) -> Round:
-        trajectories = [t for seg in used for t in seg.trajectories]
-        t0 = time.perf_counter()
-        metrics = dict(self.learner.update(trajectories)) if trajectories else {}
-        update_s = time.perf_counter() - t0
-        publish(self.backend, self.learner)
-        metrics.update(_lag_metrics(lags, dropped))
-        metrics["Runtime/Wait Seconds"] = wait_s
-        metrics["Runtime/Update Seconds"] = update_s
-        return Round(
-            collected_steps=sum(s.agent_steps for s in arrived),
-            trained_steps=sum(s.agent_steps for s in used),
-            episode_returns=[r for s in arrived for r in s.episode_returns],
-            episode_lengths=[n for s in arrived for n in s.episode_lengths],
-            metrics=metrics)
+    def publish(self) -> None:
+        """Broadcasts every host's current weights as one new publication."""
+        self.publication += 1
+        self.backend.broadcast(PolicyWeights(self.publication, {
+            name: BehaviorWeights(int(host.version), host.weights())
+            for name, host in self.hosts.items()}))
+
+    def _accept(self, rollouts: list[Rollout]) -> dict[str, list[int]]:
+        """Hands each segment to its behavior's host; returns the accepted lags per behavior."""
+        lags: dict[str, list[int]] = {name: [] for name in self.hosts}
+        for rollout in rollouts:
+            for name, segment in rollout.segments.items():
+                host = self.hosts.get(name)
+                if host is None:
+                    raise RuntimeError(f"actor {rollout.actor_id} sent a segment of behavior "
+                                       f"{name!r}, which has no learner in this run")
+                lag = None if name in self.finished else host.accept(segment)
+                if lag is not None:
+                    lags[name].append(lag)
+        return lags
+
+    def _round(self, rollouts: list[Rollout], lags: dict[str, list[int]],
+               trained: dict[str, dict[str, float]], wait_s: float) -> Round:
+        parts = {}
+        for name in self.hosts:
+            segments = [r.segments[name] for r in rollouts if name in r.segments]
+            metrics = trained.get(name)
+            if metrics is not None:
+                metrics = {**metrics, **_lag_metrics(lags[name]),
+                           "Runtime/Wait Seconds": wait_s}
+            parts[name] = BehaviorRound(
+                collected_steps=sum(s.agent_steps for s in segments),
+                episode_returns=[r for s in segments for r in s.episode_returns],
+                episode_lengths=[n for s in segments for n in s.episode_lengths],
+                metrics=metrics)
+        return Round(parts, len(rollouts), sum(r.restarts for r in rollouts))
 
 
-def gather_one_segment_per_actor(backend: ActorBackend) -> list[Segment]:
-    """Blocks until every actor has delivered its segment of a sync round (in actor order)."""
-    by_actor: dict[int, Segment] = {}
+def _lag_metrics(lags: list[int]) -> dict[str, float]:
+    return {"Policy/Lag": float(np.mean(lags)) if lags else float("nan"),
+            "Policy/Lag Max": float(max(lags)) if lags else float("nan")}
+
+
+def _timed_train(host: LearnerHost, sync: bool) -> dict[str, float]:
+    t0 = time.perf_counter()
+    metrics = dict(host.train(sync))
+    metrics["Runtime/Update Seconds"] = time.perf_counter() - t0
+    return metrics
+
+
+def gather_one_rollout_per_actor(backend: ActorBackend) -> list[Rollout]:
+    """Blocks until every actor has delivered its rollout of a sync round (in actor order)."""
+    by_actor: dict[int, Rollout] = {}
     while len(by_actor) < backend.num_actors:
-        segment = backend.receive()
-        if segment.actor_id in by_actor:
-            raise RuntimeError(f"actor {segment.actor_id} sent two segments in one sync round")
-        by_actor[segment.actor_id] = segment
+        rollout = backend.receive()
+        if rollout.actor_id in by_actor:
+            raise RuntimeError(f"actor {rollout.actor_id} sent two rollouts in one sync round")
+        by_actor[rollout.actor_id] = rollout
     return [by_actor[k] for k in sorted(by_actor)]
 
 
 class SyncRunner(_Wiring):
-    """Gather one segment per actor -> update -> broadcast, in lockstep."""
+    """Gather one rollout per actor -> every host trains -> publish, in lockstep."""
 
     def next_update(self) -> Round:
         t0 = time.perf_counter()
-        segments = gather_one_segment_per_actor(self.backend)
-        lags = [self.learner.version - s.policy_version for s in segments]
-        return self._update(segments, segments, lags, 0, time.perf_counter() - t0)
+        rollouts = gather_one_rollout_per_actor(self.backend)
+        wait_s = time.perf_counter() - t0
+        lags = self._accept(rollouts)
+        trained = {name: _timed_train(host, sync=True) for name, host in self._training()}
+        self.publish()
+        return self._round(rollouts, lags, trained, wait_s)
 
 
 class AsyncRunner(_Wiring):
-    """Update on whatever has arrived once a buffer's worth is there; actors never wait."""
-
-    def __init__(self, backend: ActorBackend, learner: Learner, *, buffer_steps: int,
-                 max_policy_lag: int):
-        super().__init__(backend, learner)
-        if buffer_steps < 1 or max_policy_lag < 0:
-            raise ValueError("buffer_steps must be >= 1 and max_policy_lag >= 0")
-        self.buffer_steps = buffer_steps
-        self.max_policy_lag = max_policy_lag
-        self.dropped_total = 0
-        """Segments dropped for exceeding the lag bound over the whole run."""
+    """Train whatever is due on whatever has arrived; actors never wait."""
 
     def next_update(self) -> Round:
         t0 = time.perf_counter()
-        arrived: list[Segment] = []
-        used: list[Segment] = []
-        lags: list[int] = []
-        dropped = 0
-        usable = 0
+        rollouts = self._drain()
+        lags = self._accept(rollouts)
+        while not rollouts and not any(h.ready() for _, h in self._training()):
+            rollouts = [self.backend.receive()] + self._drain()  # nothing due: wait for data
+            for name, more in self._accept(rollouts).items():
+                lags[name].extend(more)
+        wait_s = time.perf_counter() - t0
+        trained = {name: _timed_train(host, sync=False)
+                   for name, host in self._training() if host.ready()}
+        if trained:
+            self.publish()
+        return self._round(rollouts, lags, trained, wait_s)
 
-        def take(segment: Segment) -> None:
-            nonlocal dropped, usable
-            arrived.append(segment)
-            lag = self.learner.version - segment.policy_version
-            if lag > self.max_policy_lag:
-                dropped += 1
-                return
-            used.append(segment)
-            lags.append(lag)
-            usable += segment.agent_steps
-
-        while usable < self.buffer_steps:          # block until a buffer's worth
-            take(self.backend.receive())
-        while (segment := self.backend.receive(timeout=0)) is not None:  # plus what is there
-            take(segment)
-        self.dropped_total += dropped
-        return self._update(used, arrived, lags, dropped, time.perf_counter() - t0)
+    def _drain(self) -> list[Rollout]:
+        out = []
+        while (rollout := self.backend.receive(timeout=0)) is not None:
+            out.append(rollout)
+        return out
 
 
-def make_runner(mode: str, backend: ActorBackend, learner: Learner, *, buffer_steps: int,
-                max_policy_lag: int):
+def make_runner(mode: str, backend: ActorBackend, hosts: Mapping[str, LearnerHost]):
     """The wiring called ``mode`` ('sync' or 'async')."""
     if mode == "sync":
-        return SyncRunner(backend, learner)
+        return SyncRunner(backend, hosts)
     if mode == "async":
-        return AsyncRunner(backend, learner, buffer_steps=buffer_steps,
-                           max_policy_lag=max_policy_lag)
+        return AsyncRunner(backend, hosts)
     raise ValueError(f"unknown mode {mode!r}: expected 'sync' or 'async'")

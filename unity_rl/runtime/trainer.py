@@ -2,94 +2,130 @@
 
 It builds the pieces and wires them in one place (``_wire``: mode x backend):
 
-    builds --(AgentStream)--> actors (policy copy, TrajectoryCollector)
-    actors --(backend: Segment tagged with policy version)--> runner (sync | async)
-    runner --(list[Trajectory])--> learner.update()  (pure, no I/O)
-    runner --(backend: PolicyWeights, version)--> actors
+    builds --(AgentStream, every behavior)--> actors (a policy copy + collector per behavior)
+    actors --(backend: Rollout = one Segment per behavior, tagged with versions)--> runner
+    runner --(Segment)--> the behavior's LearnerHost (algorithm seam: PPO, DDPG, ...)
+    runner --(backend: PolicyWeights, every behavior, one publication)--> actors
 
-and owns the loop around ``runner.next_update()``: step budget, metrics after every update,
-checkpoints every ``checkpoint_interval`` agent-steps and at the end, resume, the final policy.
+and owns the loop around ``runner.next_update()``: per-behavior step budgets, metrics,
+checkpoints, resume, the final policies.
 
 Contract:
-- step counts are agent-steps collected from the builds (all of them, including segments the
-  async wiring drops as too stale);
+- every behavior the builds report is trained, with the settings of its section (or
+  ``default_settings``); a behavior with neither is an error naming it. ``unity_rl.behavior``
+  (``--behavior``) restricts the run to one behavior; the agents of the others then receive zero
+  actions (said in the log);
+- each behavior has its own learner, schedules, step count and ``max_steps``: it stops training
+  at its ``max_steps`` and the run ends when every behavior is done (see ``behavior_run.py`` for
+  its folder, progress rows and policy files);
+- step counts are agent-steps collected from the builds (including segments the async wiring
+  drops as too stale);
 - ``env_settings.num_envs`` builds in all, split as evenly as possible over ``num_actors``
   actors; build i of the run is worker i, on port ``base_port + i``;
-- a checkpoint holds the learner (network, optimiser, normaliser, version, its RNG), the step
-  and wall-time counters, the episode statistics, the seed and the global RNG states;
-  ``resume=True`` continues from the latest one (step counts, wall time, schedules);
+- one checkpoint file holds every behavior's entry (written atomically together, so a resumed
+  run restarts all behaviors from one consistent moment), the seed and the RNG states; one is
+  written when any behavior crosses its ``checkpoint_interval``; ``resume=True`` continues from
+  the latest one;
 - Ctrl-C or SIGTERM stops cleanly: actors stopped (builds closed), final checkpoint, final
-  policy; ``TrainResult.interrupted`` says so.  An actor failure raises ``ActorFailedError``
-  naming the actor, after the same clean-up (its checkpoint lets the run be resumed);
-- the run directory receives ``<Behavior>.onnx`` (Unity inference) and ``<Behavior>.pt``
-  (weights, observation shapes and action spec for ``evaluate``), ML-Agents' layout.
+  policies; ``TrainResult.interrupted`` says so. An actor failure raises ``ActorFailedError``
+  naming the actor, after the same clean-up (its checkpoint lets the run be resumed).
 """
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import random
 import signal
 import threading
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 import torch
 
-from unity_rl.checkpoint import CheckpointError, CheckpointManager, atomic_write
-from unity_rl.config import BehaviorConfig, RunConfig, select_behavior
-from unity_rl.runtime.actor import ActorSpec, StreamSettings
+from unity_rl.checkpoint import CheckpointError, CheckpointManager
+from unity_rl.config import BehaviorConfig, ConfigError, RunConfig
+from unity_rl.runtime.actor import ALL_BEHAVIORS, ActorSpec, StreamSettings
+from unity_rl.runtime.algorithm import Algorithm, HostContext, make_algorithm
 from unity_rl.runtime.backend import ActorBackend, make_backend
-from unity_rl.runtime.messages import ActorFailedError, ActorInfo
-from unity_rl.runtime.policies import ppo_policy
+from unity_rl.runtime.behavior_run import BehaviorRun, output_names
+from unity_rl.runtime.messages import ActorFailedError, ActorInfo, BehaviorInfo
 from unity_rl.runtime.runners import make_runner
 
 logger = logging.getLogger(__name__)
 
-CHECKPOINT_FORMAT = 1
-"""Version of the checkpoint layout written by ``_checkpoint_state``."""
+CHECKPOINT_FORMAT = 2
+"""Version of the checkpoint layout written by ``_Run.save_checkpoint`` (2: one entry per
+behavior under ``behaviors``)."""
+DEFAULT_SECTION = "default_settings"
+
+
+class BehaviorResult(NamedTuple):
+    """How one behavior of a run ended."""
+
+    agent_steps: int
+    """Its agent-steps over the whole run."""
+    mean_return: float
+    """Mean return of its last 100 episodes (NaN if none ended)."""
+    episodes: int
+    """Its episodes finished over the whole run."""
+    policy_version: int
+    """Its learner version (updates, or DDPG publications) of the final weights."""
+    policy_path: Path | None
+    """Its final policy as ONNX for Unity (None if export failed)."""
+    torch_policy_path: Path | None
+    """Its final policy weights for ``evaluate`` (torch file)."""
 
 
 class TrainResult(NamedTuple):
-    """What a finished (or interrupted) run reports."""
+    """What a finished (or interrupted) run reports. The per-behavior fields at the top level
+    are those of the first behavior (by name): the only one in a one-behavior run."""
 
     agent_steps: int
-    """Agent-steps collected over the whole run (earlier sessions included)."""
+    """Agent-steps collected over the whole run, all behaviors together."""
     wall_seconds: float
     """Wall time of the whole run (earlier sessions included)."""
     mean_return: float
-    """Mean return of the last 100 episodes (NaN if none ended)."""
     episodes: int
-    """Episodes finished over the whole run."""
     policy_version: int
-    """Learner updates so far (the version of the final weights)."""
     policy_path: Path | None
-    """The final policy as ONNX for Unity (None if export failed)."""
     torch_policy_path: Path | None
-    """The final policy weights for ``evaluate`` (torch file)."""
     checkpoint_path: Path | None
     """The last checkpoint written."""
     interrupted: bool
-    """True when Ctrl-C / SIGTERM ended the run before max_steps."""
+    """True when Ctrl-C / SIGTERM ended the run before every max_steps."""
+    behaviors: dict[str, BehaviorResult] = {}
+    """Behavior (output name) -> its result."""
 
 
 # ----------------------------------------------------------------------------------------------
-# Configuration -> actor specs
+# Configuration -> algorithms and actor specs
 # ----------------------------------------------------------------------------------------------
 
-def training_behavior(cfg: RunConfig) -> tuple[str | None, BehaviorConfig]:
-    """(behavior name to ask the builds for, its settings): one behavior per run."""
-    names = list(cfg.behaviors)
-    if len(names) == 1:
-        return names[0], cfg.behaviors[names[0]]
-    if not names and cfg.default_settings is not None:
-        return None, cfg.default_settings  # the build's only behavior
-    raise ValueError(f"{cfg.source or 'config'}: unity_rl trains one behavior per run; "
-                     f"the config has sections for {sorted(names)}. Keep one.")
+def training_sections(cfg: RunConfig) -> tuple[dict[str, BehaviorConfig], BehaviorConfig | None]:
+    """(config sections trained, default settings or None), after ``unity_rl.behavior``."""
+    only = cfg.unity_rl.behavior
+    if only is None:
+        if not cfg.behaviors and cfg.default_settings is None:
+            raise ConfigError(cfg.source or "<config>", None, "behaviors",
+                              "no behavior settings: add behaviors.<Name> or default_settings")
+        return dict(cfg.behaviors), cfg.default_settings
+    for name in (only, only.split("?", 1)[0]):
+        if name in cfg.behaviors:
+            return {name: cfg.behaviors[name]}, None
+    if cfg.default_settings is not None:
+        return {only: cfg.default_settings}, None
+    raise ConfigError(cfg.source or "<config>", "behaviors", only.split("?", 1)[0],
+                      f"--behavior {only}: the config has no settings for it (sections: "
+                      f"{sorted(cfg.behaviors) or 'none'}) and no default_settings")
+
+
+def make_algorithms(cfg: RunConfig) -> tuple[dict[str, Algorithm], Algorithm | None]:
+    """One ``Algorithm`` per trained config section (and one for default_settings)."""
+    sections, default = training_sections(cfg)
+    algorithms = {name: make_algorithm(cfg, name, settings) for name, settings in sections.items()}
+    return algorithms, (make_algorithm(cfg, DEFAULT_SECTION, default) if default else None)
 
 
 def split_builds(num_builds: int, num_actors: int) -> list[tuple[int, int]]:
@@ -105,94 +141,38 @@ def split_builds(num_builds: int, num_actors: int) -> list[tuple[int, int]]:
     return out
 
 
-def policy_factory(behavior: BehaviorConfig):
-    """The actors' picklable ``(obs_dim, action_spec, seed) -> policy`` for this algorithm."""
-    if behavior.trainer_type == "ppo":
-        return functools.partial(ppo_policy, network_cfg=behavior.network_settings)
-    raise ValueError(f"trainer_type {behavior.trainer_type!r} is not wired into the trainer "
-                     f"yet; use trainer_type: ppo")
-
-
-def make_learner(behavior: BehaviorConfig, info: ActorInfo, device: str, num_threads: int,
-                 seed: int):
-    """The pure learner for this algorithm (``version``, ``weights()``, ``update()``, state)."""
-    if behavior.trainer_type == "ppo":
-        from unity_rl.algos.ppo import PPOLearner
-
-        return PPOLearner(info.obs_dim, info.action_spec, behavior.hyperparameters,
-                          behavior.network_settings, device=device, num_threads=num_threads,
-                          seed=seed)
-    raise ValueError(f"trainer_type {behavior.trainer_type!r} is not wired into the trainer "
-                     f"yet; use trainer_type: ppo")
-
-
-class _PPOTraining:
-    """``trainer_type: ppo``: the factories above and the wirings of ``runners.py``."""
-
-    def __init__(self, cfg: RunConfig, behavior: BehaviorConfig):
-        self.cfg, self.behavior = cfg, behavior
-
-    def policy_factory(self):
-        return policy_factory(self.behavior)
-
-    def make_learner(self, info: ActorInfo, device: str, num_threads: int, seed: int):
-        return make_learner(self.behavior, info, device, num_threads, seed)
-
-    def make_runner(self, backend: ActorBackend, learner):
-        rl = self.cfg.unity_rl
-        return make_runner(rl.mode, backend, learner,
-                           buffer_steps=self.behavior.hyperparameters.buffer_size,
-                           max_policy_lag=rl.max_policy_lag)
-
-    def close(self) -> None:
-        pass
-
-
-def make_training(cfg: RunConfig, behavior: BehaviorConfig):
-    """The one dispatch on trainer_type: what supplies the actors' policy factory, the learner
-    and the runner, and frees their resources after the final checkpoint (``close``)."""
-    if behavior.trainer_type == "ddpg":
-        from unity_rl.runtime.offpolicy import DDPGTraining  # replay, Ape-X: docs/ddpg.md
-        return DDPGTraining(cfg, behavior)
-    return _PPOTraining(cfg, behavior)
-
-
-def actor_specs(cfg: RunConfig, behavior_name: str | None, behavior: BehaviorConfig,
+def actor_specs(cfg: RunConfig, algorithms: dict[str, Algorithm], default: Algorithm | None,
                 log_dir: Path, seed: int, start_steps: int = 0,
-                actor_env_args: Sequence[Sequence[str]] | None = None,
-                factory=None) -> list[ActorSpec]:
-    """One ``ActorSpec`` per actor of the run (pickles; backend-independent); ``factory``: the
-    actors' policy factory (default: ``policy_factory(behavior)``)."""
-    env, engine, rl = cfg.env_settings, cfg.engine_settings, cfg.unity_rl
+                actor_env_args: Sequence[Sequence[str]] | None = None) -> list[ActorSpec]:
+    """One ``ActorSpec`` per actor of the run (pickles; backend-independent)."""
+    env, rl = cfg.env_settings, cfg.unity_rl
     if env.env_path is None:
         raise ValueError("env_settings.env_path (--env) is required: the path of a Unity build")
     if actor_env_args is not None and len(actor_env_args) != rl.num_actors:
         raise ValueError(f"actor_env_args has {len(actor_env_args)} entries for "
                          f"{rl.num_actors} actors")
-    factory = factory if factory is not None else policy_factory(behavior)
-    segment_steps = rl.resolve_segment_steps(behavior)
+    launch = cfg.launch_settings(str(log_dir))
+    plans = tuple((name, algorithm.plan()) for name, algorithm in algorithms.items())
+    default_plan = default.plan() if default is not None else None
+    behaviors = (rl.behavior,) if rl.behavior is not None else (ALL_BEHAVIORS,)
     specs = []
     for k, (first_worker, count) in enumerate(split_builds(env.num_envs, rl.num_actors)):
         extra = tuple(actor_env_args[k]) if actor_env_args is not None else ()
         stream = StreamSettings(
-            env_path=str(env.env_path), num_builds=count, base_port=env.base_port,
-            worker_id_start=first_worker, no_graphics=engine.no_graphics,
-            time_scale=float(engine.time_scale), env_args=tuple(env.env_args or ()) + extra,
-            seed=seed + first_worker, timeout_wait=float(env.timeout_wait),
-            behavior_name=behavior_name, log_dir=str(log_dir),
-            max_lifetime_restarts=env.max_lifetime_restarts,
-            restarts_rate_limit_n=env.restarts_rate_limit_n,
-            restarts_rate_limit_period_s=float(env.restarts_rate_limit_period_s),
-            env_parameters=tuple(cfg.environment_parameters.items()))
+            env_path=str(env.env_path), num_builds=count, worker_id_start=first_worker,
+            seed=seed + first_worker, behaviors=behaviors,
+            other_behaviors="zeros" if rl.behavior is not None else "error",
+            launch=launch.replace_args(extra),
+            restart_quota=(env.max_lifetime_restarts, env.restarts_rate_limit_n,
+                           float(env.restarts_rate_limit_period_s)))
         policy_seed = int(np.random.SeedSequence([seed, k, start_steps]).generate_state(1)[0])
         specs.append(ActorSpec(
-            actor_id=k, stream=stream, policy_factory=factory, segment_steps=segment_steps,
-            time_horizon=behavior.time_horizon, wait_for_new_weights=(rl.mode == "sync"),
-            seed=policy_seed, torch_threads=1))
+            actor_id=k, stream=stream, plans=plans, default_plan=default_plan,
+            wait_for_new_weights=(rl.mode == "sync"), seed=policy_seed, torch_threads=1))
     return specs
 
 
-def _wire(cfg: RunConfig, specs: list[ActorSpec], training):
+def _wire(cfg: RunConfig, specs: list[ActorSpec]) -> tuple[ActorBackend, Any]:
     """The one place where mode x backend are chosen: returns (backend, runner factory)."""
     rl = cfg.unity_rl
     options: dict[str, Any] = {}
@@ -200,8 +180,8 @@ def _wire(cfg: RunConfig, specs: list[ActorSpec], training):
         options["address"] = rl.ray_address
     backend = make_backend(rl.backend, specs, **options)
 
-    def runner_for(learner):
-        return training.make_runner(backend, learner)  # mode: sync | async
+    def runner_for(hosts):
+        return make_runner(rl.mode, backend, hosts)  # mode: sync | async
 
     return backend, runner_for
 
@@ -262,125 +242,163 @@ def _load_rng_state(state: dict) -> None:
     torch.set_rng_state(state["torch"])
 
 
+
 # ----------------------------------------------------------------------------------------------
 # The run
 # ----------------------------------------------------------------------------------------------
 
+def _same_behaviors(infos: list[ActorInfo]) -> dict[str, BehaviorInfo]:
+    """The behaviors every actor reports (all actors must see the same builds)."""
+    first = infos[0]
+
+    def layout(info: ActorInfo):
+        return {name: (b.obs_shapes, tuple(b.action_spec)) for name, b in info.behaviors.items()}
+
+    for info in infos[1:]:
+        if layout(info) != layout(first):
+            raise RuntimeError(f"actor {info.actor_id} sees behaviors {layout(info)}, actor 0 "
+                               f"sees {layout(first)}: all builds must be the same")
+    return dict(first.behaviors)
+
+
 class _Run:
     """State of one training session (built piecewise so that clean-up knows what exists)."""
 
-    def __init__(self, cfg: RunConfig, run_dir: Path, behavior: BehaviorConfig,
-                 checkpoints: CheckpointManager, state: dict | None, seed: int, training=None):
-        self.cfg, self.run_dir, self.behavior = cfg, run_dir, behavior
-        self.training = training if training is not None else make_training(cfg, behavior)
+    def __init__(self, cfg: RunConfig, run_dir: Path, checkpoints: CheckpointManager,
+                 state: dict | None, seed: int, algorithms: dict[str, Algorithm],
+                 default: Algorithm | None):
+        self.cfg, self.run_dir = cfg, run_dir
         self.checkpoints = checkpoints
         self.resume_state = state
         self.seed = seed
-        self.info: ActorInfo | None = None
-        self.learner = None
-        self.metrics = None
-        self.agent_steps = int(state["agent_steps"]) if state else 0
-        self.next_checkpoint = self._following_checkpoint(self.agent_steps)
+        self.algorithms, self.default = algorithms, default
+        self.behaviors: dict[str, BehaviorRun] = {}
+        self.ready = False
+        """True once every behavior has its host and metrics (the run can be saved)."""
         self.last_checkpoint: Path | None = None
-        self.last_saved_steps = self.agent_steps if state else -1
+        self.saved_at: tuple[int, ...] | None = None
 
-    def _following_checkpoint(self, steps: int) -> int:
-        interval = self.behavior.checkpoint_interval
-        return (steps // interval + 1) * interval
+    @property
+    def agent_steps(self) -> int:
+        return sum(b.agent_steps for b in self.behaviors.values())
+
+    def _algorithm_for(self, name: str) -> Algorithm:
+        for section in (name, name.split("?", 1)[0]):
+            if section in self.algorithms:
+                return self.algorithms[section]
+        if self.default is None:  # the actors refuse such a behavior first
+            raise ConfigError(self.cfg.source or "<config>", "behaviors", name,
+                              "no settings for this behavior")
+        return self.default
 
     # -- setup ----------------------------------------------------------------------------------
     def setup(self, infos: list[ActorInfo], console: bool) -> None:
-        from unity_rl.metrics import MetricsWriter
-
-        first = infos[0]
-        for info in infos[1:]:
-            if (info.behavior_name, info.obs_dim, tuple(info.action_spec)) != \
-                    (first.behavior_name, first.obs_dim, tuple(first.action_spec)):
-                raise RuntimeError(f"actor {info.actor_id} sees behavior {info.behavior_name} "
-                                   f"{info.obs_dim} obs / {info.action_spec}, actor 0 sees "
-                                   f"{first.behavior_name} {first.obs_dim} obs / "
-                                   f"{first.action_spec}: all builds must be the same")
-        if select_behavior(self.cfg, first.behavior_name) is not self.behavior:
-            raise RuntimeError(f"the builds' behavior {first.behavior_name} has other settings "
-                               f"than the one configured for training")
-        self.info = first
+        reported = _same_behaviors(infos)
         rl, device = self.cfg.unity_rl, self.cfg.torch_settings.device
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.learner = self.training.make_learner(first, device, rl.torch_threads, self.seed)
         state = self.resume_state
+        entries = state["behaviors"] if state is not None else {}
+        names = sorted(reported)
+        outs = output_names(names)
+        for i, name in enumerate(names):
+            algorithm = self._algorithm_for(name)
+            seed = int(np.random.SeedSequence([self.seed, i]).generate_state(1)[0])
+            ctx = HostContext(device, seed, rl.num_actors, rl.mode, rl.max_policy_lag)
+            host = algorithm.make_host(reported[name], ctx)
+            run = BehaviorRun(name, outs[name], algorithm.behavior_cfg, reported[name], host,
+                              self.run_dir)
+            self.behaviors[name] = run
+            entry = entries.get(name)
+            if entry is not None:
+                run.restore(entry)
+            elif state is not None:
+                logger.warning("the checkpoint has no entry for behavior %s: it starts afresh",
+                               name)
+            run.open_metrics(console, float(entry["wall_seconds"]) if entry else 0.0)
+            if entry is not None:
+                run.restore_metrics(entry)
         if state is not None:
-            self.learner.load_state_dict(state["learner"])
             _load_rng_state(state["rng"])
-        self.metrics = MetricsWriter(
-            self.run_dir, self.behavior.summary_freq, self.behavior.max_steps, console=console,
-            start_step=self.agent_steps,
-            start_wall=float(state["wall_seconds"]) if state else 0.0,
-            behavior_name=first.behavior_name.split("?", 1)[0])
-        if state is not None:
-            self.metrics.load_state_dict(state["metrics"])
+        self.saved_at = self._steps() if state is not None else None
+        self.ready = True
+        logger.info("training %s", ", ".join(
+            f"{b.out_name} ({b.settings.trainer_type}, {b.info.num_agents} agents at reset)"
+            for b in self.behaviors.values()))
 
     # -- loop -----------------------------------------------------------------------------------
     def loop(self, runner, target_return: float | None) -> None:
         runner.start()
-        max_steps = self.behavior.max_steps
-        while self.agent_steps < max_steps:
-            done = runner.next_update()
-            self.agent_steps += done.collected_steps
-            self.metrics.record_episodes(done.episode_returns, done.episode_lengths)
-            self.metrics.log(self.agent_steps, done.metrics)
-            if self.agent_steps >= self.next_checkpoint:
+        for name, behavior in self.behaviors.items():
+            if behavior.done:
+                runner.finish(name)
+        while not all(b.done for b in self.behaviors.values()):
+            round_ = runner.next_update()
+            checkpoint_due = False
+            for name, part in round_.behaviors.items():
+                behavior = self.behaviors[name]
+                if behavior.done:
+                    continue
+                checkpoint_due |= behavior.record(part)
+                if behavior.done:
+                    runner.finish(name)
+                    logger.info("%s reached max_steps (%d agent-steps): it stops training",
+                                behavior.out_name, behavior.agent_steps)
+            if checkpoint_due:
                 self.save_checkpoint()
-                self.next_checkpoint = self._following_checkpoint(self.agent_steps)
-            if (target_return is not None and self.metrics.episodes >= 100
-                    and self.metrics.mean_return >= target_return):
-                logger.info("mean return %.2f >= %.2f after %d agent-steps: stopping",
-                            self.metrics.mean_return, target_return, self.agent_steps)
+            if target_return is not None and self._reached(target_return):
+                logger.info("every behavior's mean return >= %.2f after %d agent-steps: stopping",
+                            target_return, self.agent_steps)
                 break
 
-    # -- outputs --------------------------------------------------------------------------------
-    def _policy_meta(self) -> dict:
-        """What rebuilds the acting policy without the builds: shapes, action spec, network."""
-        spec = self.info.action_spec
-        return {"trainer_type": self.behavior.trainer_type,
-                "behavior_name": self.info.behavior_name,
-                "obs_dim": self.info.obs_dim,
-                "obs_shapes": self.info.obs_shapes,
-                "action_spec": (int(spec.continuous_size),
-                                tuple(int(b) for b in spec.discrete_branches)),
-                "network": asdict(self.behavior.network_settings)}
+    def _reached(self, target_return: float) -> bool:
+        return all(b.metrics.episodes >= 100 and b.metrics.mean_return >= target_return
+                   for b in self.behaviors.values())
 
+    def _steps(self) -> tuple[int, ...]:
+        return tuple(b.agent_steps for b in self.behaviors.values())
+
+    # -- outputs --------------------------------------------------------------------------------
     def save_checkpoint(self) -> Path:
         state = {
             "format": CHECKPOINT_FORMAT,
-            **self._policy_meta(),
-            "learner": self.learner.state_dict(),
+            "behaviors": {name: b.checkpoint_entry() for name, b in self.behaviors.items()},
             "agent_steps": self.agent_steps,
-            "wall_seconds": self.metrics.elapsed(),
-            "metrics": self.metrics.state_dict(),
             "seed": self.seed,
             "rng": _rng_state(),
         }
         self.last_checkpoint = self.checkpoints.save(state, self.agent_steps)
-        self.last_saved_steps = self.agent_steps
+        self.saved_at = self._steps()
         return self.last_checkpoint
 
-    def save_policy(self) -> tuple[Path | None, Path]:
-        """Writes <Behavior>.pt (always) and <Behavior>.onnx (when export works)."""
-        name = self.info.behavior_name.split("?", 1)[0]
-        torch_path = self.run_dir / f"{name}.pt"
-        payload = {**self._policy_meta(), "weights": self.learner.weights(),
-                   "agent_steps": self.agent_steps}
-        atomic_write(torch_path, lambda f: torch.save(payload, f))
-        try:
-            from unity_rl.export import export_onnx
+    def save_final(self) -> dict[str, tuple[Path | None, Path]]:
+        if self.saved_at != self._steps():
+            self.save_checkpoint()
+        return {name: b.save_policy() for name, b in self.behaviors.items()}
 
-            onnx_path = export_onnx(self.learner.export_module(), list(self.info.obs_shapes),
-                                    self.info.action_spec, self.run_dir / f"{name}.onnx")
-        except Exception as err:  # the weights are safe in the .pt; say why ONNX is missing
-            logger.warning("ONNX export of the final policy failed: %s", err)
-            onnx_path = None
-        return onnx_path, torch_path
+    def close(self) -> float:
+        """Closes the metrics writers; returns the run's wall seconds."""
+        wall = max((b.metrics.elapsed() for b in self.behaviors.values()
+                    if b.metrics is not None), default=0.0)
+        for behavior in self.behaviors.values():
+            behavior.close()
+        return wall
+
+    def result(self, wall_seconds: float, policies: dict, interrupted: bool) -> TrainResult:
+        per = {}
+        for name, b in self.behaviors.items():
+            onnx_path, torch_path = policies.get(name, (None, None))
+            per[b.out_name] = BehaviorResult(
+                agent_steps=b.agent_steps, mean_return=b.metrics.mean_return,
+                episodes=b.metrics.episodes, policy_version=int(b.host.version),
+                policy_path=onnx_path, torch_policy_path=torch_path)
+        first = per[min(per)]
+        return TrainResult(
+            agent_steps=self.agent_steps, wall_seconds=wall_seconds,
+            mean_return=first.mean_return, episodes=first.episodes,
+            policy_version=first.policy_version, policy_path=first.policy_path,
+            torch_policy_path=first.torch_policy_path, checkpoint_path=self.last_checkpoint,
+            interrupted=interrupted, behaviors=per)
 
 
 def _resolve_seed(cfg: RunConfig) -> int:
@@ -388,37 +406,44 @@ def _resolve_seed(cfg: RunConfig) -> int:
     return seed if seed >= 0 else random.SystemRandom().randrange(2**31)
 
 
+def _load_state(checkpoints: CheckpointManager) -> dict:
+    state = checkpoints.load()
+    if state.get("format") != CHECKPOINT_FORMAT:
+        raise CheckpointError(f"{checkpoints.latest()}: not a unity_rl training checkpoint of "
+                              f"format {CHECKPOINT_FORMAT} (format {state.get('format')!r}); "
+                              f"start a new run (--force) or use the unity_rl version that "
+                              f"wrote it")
+    return state
+
+
 def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
           target_return: float | None = None,
           actor_env_args: Sequence[Sequence[str]] | None = None) -> TrainResult:
-    """Trains the configured behavior; returns when max_steps (or ``target_return``) is reached
-    or on Ctrl-C/SIGTERM.
+    """Trains every configured behavior; returns when each reached its max_steps (or every
+    mean return reached ``target_return``) or on Ctrl-C/SIGTERM.
 
     run_dir: the run folder (created if missing). resume: continue from its latest checkpoint
     (``CheckpointError`` if there is none). console: live progress on stdout.
-    target_return: stop once the mean return of the last 100 episodes reaches it (benchmarks).
+    target_return: stop once the mean return of every behavior's last 100 episodes reaches it.
     actor_env_args: extra build arguments per actor (e.g. slowing one actor's builds).
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    behavior_name, behavior = training_behavior(cfg)
-    checkpoints = CheckpointManager(run_dir, behavior.keep_checkpoints)
-    state = None
-    if resume:
-        state = checkpoints.load()
-        if state.get("format") != CHECKPOINT_FORMAT:
-            raise CheckpointError(f"{checkpoints.latest()}: not a unity_rl training checkpoint "
-                                  f"(format {state.get('format')!r})")
+    algorithms, default = make_algorithms(cfg)
+    keep = max(a.behavior_cfg.keep_checkpoints for a in [*algorithms.values(), default] if a)
+    checkpoints = CheckpointManager(run_dir, keep)
+    state = _load_state(checkpoints) if resume else None
     seed = int(state["seed"]) if state else _resolve_seed(cfg)
     _seed_everything(seed)
-    training = make_training(cfg, behavior)
-    run = _Run(cfg, run_dir, behavior, checkpoints, state, seed, training)
-    specs = actor_specs(cfg, behavior_name, behavior, run_dir / "run_logs", seed,
-                        run.agent_steps, actor_env_args, factory=training.policy_factory())
-    backend, runner_for = _wire(cfg, specs, training)
+    torch.set_num_threads(cfg.unity_rl.torch_threads)  # the host owns process-wide torch state
+    run = _Run(cfg, run_dir, checkpoints, state, seed, algorithms, default)
+    specs = actor_specs(cfg, algorithms, default, run_dir / "run_logs", seed,
+                        int(state["agent_steps"]) if state else 0, actor_env_args)
+    backend, runner_for = _wire(cfg, specs)
     interrupted = False
-    save_at_end = False  # normal end, Ctrl-C/SIGTERM, or an actor failure: the learner is sound
-    policy_path = torch_policy_path = None
+    save_at_end = False  # normal end, Ctrl-C/SIGTERM, or an actor failure: the learners are sound
+    policies: dict = {}
+    wall_seconds = 0.0
     with _sigterm_as_interrupt():
         try:
             try:
@@ -427,7 +452,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
                 logger.info("%d actor(s) with %d build(s) ready in %.1f s", len(infos),
                             cfg.env_settings.num_envs, time.perf_counter() - t0)
                 run.setup(infos, console)
-                run.loop(runner_for(run.learner), target_return)
+                run.loop(runner_for({n: b.host for n, b in run.behaviors.items()}), target_return)
                 save_at_end = True
             except KeyboardInterrupt:
                 interrupted = save_at_end = True
@@ -440,25 +465,18 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
                     t0 = time.perf_counter()
                     _finish_backend(backend)
                     t1 = time.perf_counter()
-                    if save_at_end and run.learner is not None and run.metrics is not None:
-                        if run.last_saved_steps != run.agent_steps:
-                            run.save_checkpoint()
-                        policy_path, torch_policy_path = run.save_policy()
-                    logger.info("actors stopped in %.1f s, final checkpoint and policy saved in "
-                                "%.1f s", t1 - t0, time.perf_counter() - t1)
+                    if save_at_end and run.ready:
+                        policies = run.save_final()
+                        logger.info("actors stopped in %.1f s, final checkpoint and policies "
+                                    "saved in %.1f s", t1 - t0, time.perf_counter() - t1)
         finally:
-            training.close()  # after the final checkpoint (DDPG: frees shared replay memory)
-            if run.metrics is not None:
-                wall_seconds = run.metrics.elapsed()
-                run.metrics.close()
-    if run.learner is None:  # interrupted while the builds were starting: nothing trained
+            for algorithm in [*algorithms.values(), default]:
+                if algorithm is not None:  # after the final checkpoint (DDPG: shared replay)
+                    algorithm.close()
+            wall_seconds = run.close()
+    if not run.ready:  # interrupted while the builds were starting: nothing trained
         raise KeyboardInterrupt("interrupted before training started")
-    return TrainResult(
-        agent_steps=run.agent_steps, wall_seconds=wall_seconds,
-        mean_return=run.metrics.mean_return, episodes=run.metrics.episodes,
-        policy_version=int(run.learner.version), policy_path=policy_path,
-        torch_policy_path=torch_policy_path, checkpoint_path=run.last_checkpoint,
-        interrupted=interrupted)
+    return run.result(wall_seconds, policies, interrupted)
 
 
 def _finish_backend(backend: ActorBackend) -> None:

@@ -1,0 +1,126 @@
+"""The one algorithm seam: what PPO, DDPG (and any future trainer type) plug into the runtime.
+
+An algorithm is chosen per config section by ``trainer_type`` through ``ALGORITHMS`` — the only
+place in the runtime that looks at the name. It supplies two things:
+
+- before the actors start, a picklable ``BehaviorPlan`` (how actors act for and collect its
+  behaviors: the policy-copy factory, segment size, time horizon);
+- once the builds have reported the behavior's spec, a ``LearnerHost`` per behavior: the pure
+  learner plus whatever the algorithm keeps beside it (PPO's rollout buffer, DDPG's replay and
+  replay ratio). The runners (``runners.py``) drive every host through the same five calls, so
+  the sync/async wirings and the trainer never branch on the algorithm:
+
+      accept(segment) -> lag | None   data arrived (None: dropped or not needed)
+      ready()                        async: an update is due
+      train(sync)                    one unit of work (sync: everything due this round)
+      weights()                      what the actors' policy copies load
+      state_dict() / load_state_dict()  checkpoints
+
+A host never starts processes or touches torch's process-wide state: the learner host process
+(the trainer) owns seeds, threads and devices.
+"""
+from __future__ import annotations
+
+import abc
+from typing import Any, Callable, NamedTuple, Protocol
+
+import torch
+
+from unity_rl.algos.types import Segment
+from unity_rl.runtime.messages import BehaviorInfo
+
+
+class BehaviorPlan(NamedTuple):
+    """How an actor acts for and collects one behavior (pickles: it travels to actors)."""
+
+    policy_factory: Callable[..., Any]
+    """``(obs_shapes, action_spec, seed) -> policy copy`` (module-level function or partial)."""
+    segment_steps: int
+    """Completed agent-steps of this behavior per segment (per actor)."""
+    time_horizon: int
+    """Per-agent trajectory cut (ML-Agents' time_horizon)."""
+
+
+class HostContext(NamedTuple):
+    """What the trainer hands an algorithm when it builds a host."""
+
+    device: str
+    """Learner device ('cpu', 'cuda', ...)."""
+    seed: int
+    """Seed of the behavior's learner (network init, shuffling, replay sampling)."""
+    num_actors: int
+    """Actors of the run."""
+    mode: str
+    """'sync' or 'async'."""
+    max_policy_lag: int
+    """async: largest accepted lag (versions) where the algorithm drops stale data."""
+
+
+class LearnerHost(Protocol):
+    """One behavior's learner side, as the runners and the trainer use it (see module doc)."""
+
+    version: int
+    """This behavior's learner version; segments report the one they acted with."""
+
+    def accept(self, segment: Segment) -> int | None: ...
+
+    def ready(self) -> bool: ...
+
+    def train(self, sync: bool) -> dict[str, float]: ...
+
+    def weights(self) -> dict: ...
+
+    def policy_weights(self) -> dict: ...
+
+    def export_module(self) -> torch.nn.Module: ...
+
+    def state_dict(self) -> dict: ...
+
+    def load_state_dict(self, state: dict) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class Algorithm(abc.ABC):
+    """One config section's algorithm: its plan for actors and its hosts for the learner side."""
+
+    def __init__(self, run_cfg: Any, section: str, behavior_cfg: Any):
+        self.run_cfg = run_cfg
+        self.section = section
+        """The config section ('3DBall', or 'default_settings')."""
+        self.behavior_cfg = behavior_cfg
+
+    @abc.abstractmethod
+    def plan(self) -> BehaviorPlan:
+        """How actors act for and collect this section's behaviors."""
+
+    @abc.abstractmethod
+    def make_host(self, info: BehaviorInfo, ctx: HostContext) -> LearnerHost:
+        """The learner side of one behavior whose spec the builds reported."""
+
+    def close(self) -> None:
+        """Frees what the algorithm holds across hosts (after the final checkpoint)."""
+
+
+def _ppo(run_cfg, section, behavior_cfg) -> Algorithm:
+    from unity_rl.runtime.onpolicy import PPOAlgorithm
+    return PPOAlgorithm(run_cfg, section, behavior_cfg)
+
+
+def _ddpg(run_cfg, section, behavior_cfg) -> Algorithm:
+    from unity_rl.runtime.offpolicy import DDPGAlgorithm
+    return DDPGAlgorithm(run_cfg, section, behavior_cfg)
+
+
+ALGORITHMS: dict[str, Callable[[Any, str, Any], Algorithm]] = {"ppo": _ppo, "ddpg": _ddpg}
+"""trainer_type -> constructor of its ``Algorithm`` (imported lazily)."""
+
+
+def make_algorithm(run_cfg: Any, section: str, behavior_cfg: Any) -> Algorithm:
+    """The algorithm of one config section (``trainer_type`` is validated by the config)."""
+    try:
+        factory = ALGORITHMS[behavior_cfg.trainer_type]
+    except KeyError:
+        raise ValueError(f"{section}: unknown trainer_type {behavior_cfg.trainer_type!r}; "
+                         f"known: {sorted(ALGORITHMS)}") from None
+    return factory(run_cfg, section, behavior_cfg)

@@ -1,0 +1,100 @@
+"""PPO on the algorithm seam (``trainer_type: ppo``): the actors' plan and the learner host.
+
+The host keeps a rollout buffer in front of the pure ``PPOLearner``:
+
+- ``accept(segment)``: the segment's trajectories join the buffer. In the async wiring a segment
+  whose policy lag (this behavior's learner version minus the version the actor acted with)
+  exceeds ``unity_rl.max_policy_lag`` is dropped (counted in ``Policy/Dropped Segments``; its
+  episodes still count for the statistics and its steps for the step budget, since the builds
+  did play them). Within the bound, PPO's clipped ratio against the stored behaviour log-probs is
+  the correction (as in APPO / Sample Factory), and the learner recomputes values with its
+  current critic before GAE;
+- ``ready()``: the buffer holds at least ``buffer_size`` agent-steps (async);
+- ``train(sync)``: one PPO update on the whole buffer (sync: every round, whatever it holds —
+  each actor's segment is ``buffer_size / num_actors`` steps), then the version moves on.
+
+The buffer is not part of checkpoints: a resumed run refills it (at most one buffer of
+experience is collected again).
+"""
+from __future__ import annotations
+
+import functools
+
+from unity_rl.algos.ppo import PPOLearner
+from unity_rl.algos.types import Segment, Trajectory
+from unity_rl.runtime.algorithm import Algorithm, BehaviorPlan, HostContext
+from unity_rl.runtime.messages import BehaviorInfo
+from unity_rl.runtime.policies import _obs_arg, ppo_policy
+
+
+class PPOHost:
+    """One behavior's PPO learner and rollout buffer (fits ``algorithm.LearnerHost``)."""
+
+    def __init__(self, learner: PPOLearner, *, buffer_steps: int, drop_lag: int | None):
+        self.learner = learner
+        self.buffer_steps = buffer_steps
+        self.drop_lag = drop_lag
+        """Largest lag kept (None: keep everything, the sync wiring)."""
+        self.version = 0
+        self._buffer: list[Trajectory] = []
+        self._buffered_steps = 0
+        self._dropped = 0
+
+    def accept(self, segment: Segment) -> int | None:
+        lag = self.version - segment.policy_version
+        if self.drop_lag is not None and lag > self.drop_lag:
+            self._dropped += 1
+            return None
+        self._buffer.extend(t for t in segment.trajectories if len(t.rewards))
+        self._buffered_steps += segment.agent_steps
+        return lag
+
+    def ready(self) -> bool:
+        return self._buffered_steps >= self.buffer_steps
+
+    def train(self, sync: bool) -> dict[str, float]:
+        trajectories, self._buffer, self._buffered_steps = self._buffer, [], 0
+        metrics = dict(self.learner.update(trajectories)) if trajectories else {}
+        metrics["Policy/Dropped Segments"] = float(self._dropped)
+        self._dropped = 0
+        self.version += 1
+        return metrics
+
+    def weights(self) -> dict:
+        return self.learner.weights()
+
+    def policy_weights(self) -> dict:
+        return self.learner.weights()
+
+    def export_module(self):
+        return self.learner.export_module()
+
+    def state_dict(self) -> dict:
+        """The learner's state (what ``export.load_policy`` reads) plus the host's version."""
+        return {**self.learner.state_dict(), "host_version": self.version}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.learner.load_state_dict(state)
+        self.version = int(state["host_version"])
+
+    def close(self) -> None:
+        """Nothing outside the process to free."""
+
+
+class PPOAlgorithm(Algorithm):
+    """``trainer_type: ppo``."""
+
+    def plan(self) -> BehaviorPlan:
+        rl = self.run_cfg.unity_rl
+        return BehaviorPlan(
+            policy_factory=functools.partial(ppo_policy,
+                                             network_cfg=self.behavior_cfg.network_settings),
+            segment_steps=rl.resolve_segment_steps(self.behavior_cfg),
+            time_horizon=self.behavior_cfg.time_horizon)
+
+    def make_host(self, info: BehaviorInfo, ctx: HostContext) -> PPOHost:
+        cfg = self.behavior_cfg
+        learner = PPOLearner(_obs_arg(info.obs_shapes), info.action_spec, cfg.hyperparameters,
+                             cfg.network_settings, device=ctx.device, seed=ctx.seed)
+        return PPOHost(learner, buffer_steps=cfg.hyperparameters.buffer_size,
+                       drop_lag=ctx.max_policy_lag if ctx.mode == "async" else None)
