@@ -1,8 +1,7 @@
 """unity_rl: Unity ML-Agents builds as fast gymnasium vector environments, and the trainers.
 
 Public API: ``UnityVecEnv`` (gymnasium VectorEnv, one slot per agent), ``AgentStream``
-(per-agent experience over several builds, one or several behaviors), ``AgentKey``,
-``ALL_BEHAVIORS``. They are imported lazily so that
+(per-agent experience over several builds), ``AgentKey``. They are imported lazily so that
 light sub-packages (the stand-in builds) start fast.
 """
 import importlib
@@ -14,7 +13,6 @@ os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 __version__ = "0.1.0"
 
 _PUBLIC = {
-    "ALL_BEHAVIORS": "unity_rl.envs.behavior",
     "AgentKey": "unity_rl.envs.types",
     "AgentStream": "unity_rl.envs.agent_stream",
     "StepResult": "unity_rl.envs.agent_stream",

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import BUILDS_DIR
-from unity_rl import ALL_BEHAVIORS, AgentStream, UnityVecEnv
+from unity_rl import AgentStream, UnityVecEnv
+from unity_rl.envs.agent_stream import ALL_BEHAVIORS
 from unity_rl.envs.behavior import BehaviorNotFoundError, UnselectedBehaviorError
 
 TWO = str(BUILDS_DIR / "TwoBehaviors")
