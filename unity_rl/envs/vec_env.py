@@ -109,8 +109,8 @@ class UnityVecEnv(VectorEnv):
                 self.builds.behavior_specs, behavior_name, builds.settings.env_path)
             self._others = OtherBehaviors(
                 other_behaviors, [self.behavior_name],
-                "UnityVecEnv drives one behavior: use UnityVecEnv.for_all_behaviors(...) or "
-                "AgentStream(behaviors=...) to drive several")
+                "UnityVecEnv drives one behavior: use AgentStream(behaviors=[...] or "
+                "ALL_BEHAVIORS) to drive several")
             for out in first:
                 self._others.check(out.build, out.steps)
             self._setup(first)
