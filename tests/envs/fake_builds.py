@@ -59,6 +59,7 @@ class ScriptedBuilds:
         self.seed = 0
         self.settings = SimpleNamespace(env_path="fake")
         self.behavior_specs = {BEHAVIOR: SPEC}
+        self.png_observations = {BEHAVIOR: (False,)}
         self._first = first
         self._scripts = [list(s) for s in scripts]
         self._restarts = restarts or {}

@@ -8,6 +8,14 @@ Contract:
   advances every build by one Unity step. Nothing is assumed about decision timing: an agent can
   be in ``terminals`` and ``decisions`` of the same result (its episode ended and the next began),
   a result may hold only terminals, agents may appear late or disappear.
+- Several behaviors: ``behaviors=[...]`` (short or full names) or ``behaviors=ALL_BEHAVIORS``
+  selects them; ``reset_all()``/``step_all({name: actions})`` return one ``StepResult`` per
+  selected behavior (every one present, possibly empty) and step every build once per call.
+  ``behavior_names`` (full, sorted) and ``specs`` exist in single mode too.
+- Agents of behaviors that are not selected never get silent zeros: ``other_behaviors="error"``
+  (default) raises ``UnselectedBehaviorError`` at the step where they request decisions;
+  ``"zeros"`` sends them zero actions (logged once at INFO).
+- Observations: PNG-compressed ones are uint8 [n, C, H, W]; all others float32 as sent.
 - When a build fails and is restarted, every agent it hosted appears in ``terminals`` with
   ``interrupted=True`` (its last observation as the final one, reward 0) and ``restarted`` names
   the build: the other builds' agents are not disturbed.
@@ -21,15 +29,28 @@ from typing import Any, Mapping, NamedTuple, Sequence
 import numpy as np
 from mlagents_envs.base_env import BehaviorSpec
 
+from unity_rl.envs.batches import (
+    concat_decisions,
+    concat_terminals,
+    cut_episodes,
+    decision_batch,
+    empty_steps,
+    row_slices,
+    terminal_batch,
+)
 from unity_rl.envs.behavior import (
-    allowed_mask,
-    convert_obs,
+    ALL_BEHAVIORS,
+    OtherBehaviors,
+    OtherBehaviorsMode,
     select_behavior,
+    select_behaviors,
     to_action_tuple,
 )
 from unity_rl.envs.build_set import BuildOutput, BuildSet
 from unity_rl.envs.launcher import LaunchSettings, RestartQuota
-from unity_rl.envs.types import AgentKey, DecisionBatch, TerminalBatch
+from unity_rl.envs.types import DecisionBatch, TerminalBatch
+
+__all__ = ["ALL_BEHAVIORS", "AgentStream", "StepResult", "make_launch_settings"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,14 +82,19 @@ def make_launch_settings(env_path: str, *, base_port: int, worker_id_start: int,
 
 
 class AgentStream:
-    """Per-agent view of ``num_builds`` copies of one Unity build."""
+    """Per-agent view of ``num_builds`` copies of one Unity build, for one or several behaviors."""
 
     def __init__(self, env_path: str, *, num_builds: int = 1, base_port: int = 5005,
                  worker_id_start: int = 0, no_graphics: bool = True, time_scale: float = 20.0,
                  env_args: Sequence[str] = (), seed: int = 0, timeout_wait: float = 60.0,
                  behavior_name: str | None = None, log_dir: str | None = None,
                  step_timeout: float | None = None, restart_quota: RestartQuota | None = None,
-                 env_parameters: Mapping[str, Any] | None = None):
+                 env_parameters: Mapping[str, Any] | None = None,
+                 behaviors: Sequence[str] | None = None,
+                 other_behaviors: OtherBehaviorsMode = "error"):
+        if behaviors is not None and behavior_name is not None:
+            raise ValueError("pass either behavior_name= (one behavior) or behaviors= "
+                             "(several, or ALL_BEHAVIORS), not both")
         settings = make_launch_settings(
             env_path, base_port=base_port, worker_id_start=worker_id_start,
             no_graphics=no_graphics, time_scale=time_scale, env_args=env_args,
@@ -76,16 +102,42 @@ class AgentStream:
             env_parameters=env_parameters)
         self.builds = BuildSet(settings, num_builds, seed, restart_quota)
         try:
-            first = self.builds.reset()
-            self.behavior_name = select_behavior(
-                self.builds.behavior_specs, behavior_name, settings.env_path)
+            self._attach(behavior_name, behaviors, other_behaviors)
         except BaseException:
             self.builds.close()
             raise
-        self.spec: BehaviorSpec = self.builds.behavior_specs[self.behavior_name]
-        self._pending_first: list[BuildOutput] | None = first
-        self._rows: list[slice] = []
-        self._last_decisions: dict[int, DecisionBatch] = {}
+
+    def _attach(self, behavior_name, behaviors, other_behaviors) -> None:
+        first = self.builds.reset()
+        specs, path = self.builds.behavior_specs, self.builds.settings.env_path
+        self._single = behaviors is None
+        self.behavior_names: list[str] = (
+            [select_behavior(specs, behavior_name, path)] if self._single
+            else select_behaviors(specs, behaviors, path))
+        self.specs: dict[str, BehaviorSpec] = {n: specs[n] for n in self.behavior_names}
+        hint = ("Select it with behaviors=[...] (or behaviors=ALL_BEHAVIORS, "
+                f"'{ALL_BEHAVIORS}')")
+        self._others = OtherBehaviors(other_behaviors, self.behavior_names, hint)
+        self._rows: dict[str, list[slice]] = {}
+        self._last: dict[str, dict[int, DecisionBatch]] = {n: {} for n in self.behavior_names}
+        self._pending_first: dict[str, StepResult] | None = self._merge(first)
+
+    # -- single-behavior API ----------------------------------------------------------------
+    @property
+    def behavior_name(self) -> str:
+        """The behavior's full name (only when exactly one behavior is selected)."""
+        return self._only()
+
+    @property
+    def spec(self) -> BehaviorSpec:
+        return self.specs[self._only()]
+
+    def _only(self) -> str:
+        if len(self.behavior_names) != 1:
+            raise AttributeError(
+                f"this stream drives several behaviors {self.behavior_names}: use "
+                f"behavior_names/specs and reset_all()/step_all()")
+        return self.behavior_names[0]
 
     @property
     def log_dir(self) -> str:
@@ -93,21 +145,45 @@ class AgentStream:
 
     def reset(self) -> StepResult:
         """Restarts every agent's episode (no terminals are reported for the cut episodes)."""
-        outputs = self._pending_first or self.builds.reset()
-        self._pending_first = None
-        return self._merge(outputs)
+        return self.reset_all()[self._only()]
 
     def step(self, actions) -> StepResult:
         """Sends one action row per row of the last ``decisions`` and steps every build once."""
+        name = self._only()
+        return self.step_all({name: actions})[name]
+
+    # -- multi-behavior API -----------------------------------------------------------------
+    def reset_all(self) -> dict[str, StepResult]:
+        """Like ``reset()``, one ``StepResult`` per selected behavior."""
+        results = self._pending_first or self._merge(self.builds.reset())
+        self._pending_first = None
+        return results
+
+    def step_all(self, actions: Mapping[str, Any]) -> dict[str, StepResult]:
+        """``actions[name]``: one row per row of that behavior's last ``decisions`` (omit or
+        leave empty for a behavior without decisions). Steps every build once."""
         if self._pending_first is not None:
             raise RuntimeError("call reset() before step()")
-        action_spec = self.spec.action_spec
+        unknown = set(actions) - set(self.behavior_names)
+        if unknown:
+            raise KeyError(f"actions for behaviors {sorted(unknown)} that are not selected "
+                           f"(selected: {self.behavior_names})")
         for b in range(self.builds.num_builds):
-            rows = self._rows[b]
-            chunk = _take_rows(actions, rows)
-            self.builds.send_step(b, {self.behavior_name: to_action_tuple(chunk, action_spec)}
-                                  if rows.stop > rows.start else {})
+            self.builds.send_step(b, self._build_actions(b, actions))
         return self._merge(list(self.builds.receive(range(self.builds.num_builds))))
+
+    def _build_actions(self, b: int, actions: Mapping[str, Any]) -> dict:
+        out = {}
+        for name in self.behavior_names:
+            rows = self._rows[name][b]
+            if rows.stop == rows.start:
+                continue
+            if name not in actions:
+                raise KeyError(f"no actions for behavior '{name}', which has "
+                               f"{self._rows[name][-1].stop} pending decisions")
+            chunk = _take_rows(actions[name], rows)
+            out[name] = to_action_tuple(chunk, self.specs[name].action_spec)
+        return out
 
     def close(self) -> None:
         self.builds.close()
@@ -119,83 +195,35 @@ class AgentStream:
         self.close()
 
     # -- merging builds' outputs -------------------------------------------------------------
-    def _merge(self, outputs: list[BuildOutput]) -> StepResult:
+    def _merge(self, outputs: list[BuildOutput]) -> dict[str, StepResult]:
         outputs = sorted(outputs, key=lambda out: out.build)
-        decisions, terminals, restarted = [], [], {}
+        restarted = {out.build: out.restarted for out in outputs if out.restarted is not None}
+        for out in outputs:
+            self._others.check(out.build, out.steps)
+        png = self.builds.png_observations
+        return {name: self._merge_behavior(name, outputs, restarted, png.get(name, ()))
+                for name in self.behavior_names}
+
+    def _merge_behavior(self, name: str, outputs: list[BuildOutput],
+                        restarted: dict[int, str], png) -> StepResult:
+        spec = self.specs[name]
+        png = tuple(png) or (False,) * len(spec.observation_specs)
+        decisions, terminals = [], []
         for out in outputs:
             if out.restarted is not None:
-                restarted[out.build] = out.restarted
-                cut = self._cut_episodes(out.build)
+                cut = cut_episodes(self._last[name].get(out.build))
                 if cut is not None:
                     terminals.append(cut)
-            dec, term = self._batches(out)
+            dec_steps, term_steps = out.steps.get(name) or empty_steps(spec)
+            dec = decision_batch(out.build, name, dec_steps, spec, png)
             decisions.append(dec)
-            terminals.append(term)
-            self._last_decisions[out.build] = dec
-        self._rows = _row_slices([len(d.keys) for d in decisions])
-        return StepResult(_concat_decisions(decisions), _concat_terminals(terminals), restarted)
-
-    def _batches(self, out: BuildOutput) -> tuple[DecisionBatch, TerminalBatch]:
-        decision_steps, terminal_steps = out.steps[self.behavior_name]
-        b, name = out.build, self.behavior_name
-        dec = DecisionBatch(
-            keys=[AgentKey(b, name, int(i)) for i in decision_steps.agent_id],
-            obs=convert_obs(decision_steps.obs),
-            reward=decision_steps.reward,
-            action_mask=allowed_mask(decision_steps, self.spec.action_spec),
-        )
-        term = TerminalBatch(
-            keys=[AgentKey(b, name, int(i)) for i in terminal_steps.agent_id],
-            obs=convert_obs(terminal_steps.obs),
-            reward=terminal_steps.reward,
-            interrupted=terminal_steps.interrupted,
-        )
-        return dec, term
-
-    def _cut_episodes(self, build: int) -> TerminalBatch | None:
-        """Terminal rows (interrupted) for the agents a failed build hosted at its last step."""
-        last = self._last_decisions.get(build)
-        if last is None or not last.keys:
-            return None
-        n = len(last.keys)
-        return TerminalBatch(last.keys, last.obs, np.zeros(n, np.float32), np.ones(n, bool))
+            terminals.append(terminal_batch(out.build, name, term_steps, png))
+            self._last[name][out.build] = dec
+        self._rows[name] = row_slices([len(d.keys) for d in decisions])
+        return StepResult(concat_decisions(decisions), concat_terminals(terminals), restarted)
 
 
 def _take_rows(actions, rows: slice):
-    if isinstance(actions, dict):
+    if isinstance(actions, Mapping):
         return {k: np.asarray(v)[rows] for k, v in actions.items()}
     return np.asarray(actions)[rows]
-
-
-def _row_slices(counts: list[int]) -> list[slice]:
-    bounds = np.concatenate([[0], np.cumsum(counts)]).astype(int)
-    return [slice(int(bounds[i]), int(bounds[i + 1])) for i in range(len(counts))]
-
-
-def _concat_obs(parts: list[list[np.ndarray]]) -> list[np.ndarray]:
-    if len(parts) == 1:
-        return parts[0]
-    return [np.concatenate(arrays, axis=0) for arrays in zip(*parts)]
-
-
-def _concat_decisions(parts: list[DecisionBatch]) -> DecisionBatch:
-    if len(parts) == 1:
-        return parts[0]
-    masks = [p.action_mask for p in parts]
-    return DecisionBatch(
-        keys=[k for p in parts for k in p.keys],
-        obs=_concat_obs([p.obs for p in parts]),
-        reward=np.concatenate([p.reward for p in parts]),
-        action_mask=None if masks[0] is None else np.concatenate(masks),
-    )
-
-
-def _concat_terminals(parts: list[TerminalBatch]) -> TerminalBatch:
-    if len(parts) == 1:
-        return parts[0]
-    return TerminalBatch(
-        keys=[k for p in parts for k in p.keys],
-        obs=_concat_obs([p.obs for p in parts]),
-        reward=np.concatenate([p.reward for p in parts]),
-        interrupted=np.concatenate([p.interrupted for p in parts]),
-    )

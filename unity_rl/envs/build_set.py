@@ -114,6 +114,16 @@ class BuildSet:
         """Specs reported by build 0 (all builds of a run are the same executable)."""
         return self.build(0).behavior_specs
 
+    @property
+    def png_observations(self) -> Mapping[str, tuple[bool, ...]]:
+        """Behavior -> per observation, True where the builds send it PNG-compressed (uint8
+        for us); learned from the messages (``ObservationProto.compression_type``)."""
+        merged: dict[str, tuple[bool, ...]] = {}
+        for env in reversed(self._builds):
+            if env is not None:
+                merged.update(env.png_observations)
+        return merged
+
     def pids(self) -> list[int]:
         return [env.process.pid for env in self._builds if env is not None and env.process]
 

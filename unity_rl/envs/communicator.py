@@ -12,6 +12,11 @@ its communicator:
    hands the parsed message over an in-process queue instead; each arrival also notifies an
    optional listener (``BuildSet`` waits on one queue for all its builds, with no busy polling).
 
+3. **Compression types.** Which observations of each behavior travel PNG-compressed
+   (``ObservationProto.compression_type``) is read from the messages that announce a behavior
+   and exposed as ``png_observations`` (mlagents-envs decodes PNG and uncompressed observations
+   to the same float arrays and forgets which was which).
+
 Launch, handshake content, side channels, message parsing and close are mlagents-envs' own code.
 It relies on private members of ``UnityEnvironment`` (pinned at ==1.1.0): ``_communicator``,
 ``_env_actions``, ``_env_specs``, ``_env_state``, ``_generate_step_input``,
@@ -26,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional
 
 import grpc
+from mlagents_envs.communicator_objects.observation_pb2 import PNG
 from mlagents_envs.communicator_objects.unity_input_pb2 import UnityInputProto
 from mlagents_envs.communicator_objects.unity_message_pb2 import UnityMessageProto
 from mlagents_envs.communicator_objects.unity_output_pb2 import UnityOutputProto
@@ -151,6 +157,20 @@ class UnityBuild(UnityEnvironment):
     @staticmethod
     def _get_communicator(worker_id, base_port, timeout_wait):
         return QueueCommunicator(worker_id, base_port, timeout_wait)
+
+    @property
+    def png_observations(self) -> dict[str, tuple[bool, ...]]:
+        """Behavior -> per observation, True when the build sends it PNG-compressed."""
+        return getattr(self, "_png_observations", {})
+
+    def _update_behavior_specs(self, output: UnityOutputProto) -> None:
+        super()._update_behavior_specs(output)
+        flags = self.__dict__.setdefault("_png_observations", {})
+        for brain_param in output.rl_initialization_output.brain_parameters:
+            infos = output.rl_output.agentInfos[brain_param.brain_name].value
+            if infos:
+                flags[brain_param.brain_name] = tuple(
+                    obs.compression_type == PNG for obs in infos[0].observations)
 
     @property
     def process(self):

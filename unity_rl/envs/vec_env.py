@@ -14,6 +14,10 @@ Contract:
   of that episode caused it), as ML-Agents' trainers do;
 - if agents of one build request decisions at different academy steps, or agents appear or
   vanish, the lock-step vector cannot represent it and a clear error points to ``AgentStream``.
+- observations: PNG-compressed ones are uint8 (C, H, W) in Box(0, 255); all others float32 as
+  sent in Box(-inf, inf);
+- agents of other behaviors never get silent zeros: ``other_behaviors="error"`` (default)
+  raises ``UnselectedBehaviorError`` when they request decisions, ``"zeros"`` sends zeros.
 ``infos`` always has ``agent_id`` and ``build`` per slot, and ``action_mask`` (True = allowed)
 for discrete behaviors.
 """
@@ -27,8 +31,11 @@ from gymnasium.vector.utils import batch_space
 
 from unity_rl.envs.agent_stream import make_launch_settings
 from unity_rl.envs.behavior import (
+    OtherBehaviors,
+    OtherBehaviorsMode,
     allowed_mask,
     convert_obs,
+    obs_dtype,
     observation_keys,
     select_behavior,
     single_action_space,
@@ -74,28 +81,38 @@ class UnityVecEnv(VectorEnv):
                  env_args: Sequence[str] = (), seed: int = 0, timeout_wait: float = 60.0,
                  behavior_name: str | None = None, log_dir: str | None = None,
                  step_timeout: float | None = None, restart_quota: RestartQuota | None = None,
-                 env_parameters: Mapping[str, Any] | None = None):
+                 env_parameters: Mapping[str, Any] | None = None,
+                 other_behaviors: OtherBehaviorsMode = "error"):
         settings = make_launch_settings(
             env_path, base_port=base_port, worker_id_start=worker_id_start,
             no_graphics=no_graphics, time_scale=time_scale, env_args=env_args,
             timeout_wait=timeout_wait, step_timeout=step_timeout, log_dir=log_dir,
             env_parameters=env_parameters)
-        self._attach(BuildSet(settings, num_builds, seed, restart_quota), behavior_name)
+        self._attach(BuildSet(settings, num_builds, seed, restart_quota), behavior_name,
+                     other_behaviors)
 
     @classmethod
-    def from_build_set(cls, builds, behavior_name: str | None = None) -> "UnityVecEnv":
+    def from_build_set(cls, builds, behavior_name: str | None = None,
+                       other_behaviors: OtherBehaviorsMode = "error") -> "UnityVecEnv":
         """Wraps already launched builds (a ``BuildSet`` or a test double with its API)."""
         env = cls.__new__(cls)
-        env._attach(builds, behavior_name)
+        env._attach(builds, behavior_name, other_behaviors)
         return env
 
-    def _attach(self, builds, behavior_name: str | None) -> None:
+    def _attach(self, builds, behavior_name: str | None,
+                other_behaviors: OtherBehaviorsMode) -> None:
         self.builds = builds
         self._closed = False
         try:
             first = self.builds.reset()
             self.behavior_name = select_behavior(
                 self.builds.behavior_specs, behavior_name, builds.settings.env_path)
+            self._others = OtherBehaviors(
+                other_behaviors, [self.behavior_name],
+                "UnityVecEnv drives one behavior: use AgentStream(behaviors=[...] or "
+                "ALL_BEHAVIORS) to drive several")
+            for out in first:
+                self._others.check(out.build, out.steps)
             self._setup(first)
         except BaseException:
             self.close()
@@ -107,6 +124,8 @@ class UnityVecEnv(VectorEnv):
         self.spec_ = self.builds.behavior_specs[self.behavior_name]
         self._action_spec = self.spec_.action_spec
         self._obs_keys = observation_keys(self.spec_)
+        png = tuple(self.builds.png_observations.get(self.behavior_name, ()))
+        self._png = png or (False,) * len(self.spec_.observation_specs)
         ids = [np.sort(out.steps[self.behavior_name][0].agent_id) for out in first]
         counts = [len(i) for i in ids]
         self.num_envs = int(sum(counts))
@@ -117,13 +136,12 @@ class UnityVecEnv(VectorEnv):
         self._build_slots = [np.arange(starts[b], starts[b + 1]) for b in range(len(ids))]
         self._ids = ids
         self._order = [s.copy() for s in self._build_slots]
-        self.single_observation_space = single_observation_space(self.spec_)
+        self.single_observation_space = single_observation_space(self.spec_, self._png)
         self.single_action_space = single_action_space(self._action_spec)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self._obs = [np.zeros((self.num_envs, *o.shape),
-                              np.uint8 if len(o.shape) == 3 else np.float32)
-                     for o in self.spec_.observation_specs]
+        self._obs = [np.zeros((self.num_envs, *o.shape), obs_dtype(png))
+                     for o, png in zip(self.spec_.observation_specs, self._png)]
         self._mask = (np.ones((self.num_envs, sum(self._action_spec.discrete_branches)), bool)
                       if self._action_spec.discrete_branches else None)
         self._agent_id = np.concatenate(ids).astype(np.int64)
@@ -193,6 +211,7 @@ class UnityVecEnv(VectorEnv):
         """Folds one build answer into ``scratch``; True once all its slots have decided."""
         b = out.build
         slots = self._build_slots[b]
+        self._others.check(b, out.steps)
         if out.restarted is not None:
             self._cut_for_restart(b, scratch)
             self._remap_build(out)
@@ -224,7 +243,7 @@ class UnityVecEnv(VectorEnv):
         if len(term) == 0:
             return
         slots = self._slots_of(out.build, term.agent_id)
-        obs = convert_obs(term.obs)
+        obs = convert_obs(term.obs, self._png)
         scratch.reward[slots] += term.reward
         self._episode_return[slots] += term.reward
         scratch.terminated[slots] = ~term.interrupted
@@ -244,7 +263,7 @@ class UnityVecEnv(VectorEnv):
         reward = np.where(scratch.ended[slots], 0.0, dec.reward).astype(np.float32)
         scratch.reward[slots] += reward
         self._episode_return[slots] += reward
-        for i, o in enumerate(convert_obs(dec.obs)):
+        for i, o in enumerate(convert_obs(dec.obs, self._png)):
             self._obs[i][slots] = o
         if self._mask is not None:
             self._mask[slots] = allowed_mask(dec, self._action_spec)

@@ -150,6 +150,10 @@ class Group:
         self.discrete = np.zeros((self.n, len(self.spec.branches)), dtype=np.int32)
         self.pending: list[AgentInfoBatch] = []
         self.deciding = _EMPTY
+        self.decided_now = _EMPTY
+        """Agents that requested a decision at the current academy step."""
+        self.between = getattr(model, "acts_between_decisions", True)
+        """DecisionRequester.TakeActionsBetweenDecisions: False -> ``act`` only at decisions."""
         self.encoders = [ObsEncoder(s) for s in self.spec.obs]
         self._brain_bytes: bytes | None = None
 
@@ -291,6 +295,7 @@ class Academy:
                 g.reward[deciding] = 0.0
                 g.info_done[deciding] = False
             g.deciding = deciding
+            g.decided_now = deciding
             batches[g.name] = infos
             send = send or bool(infos)
         if not send:
@@ -334,20 +339,22 @@ class Academy:
         for g in self.groups:
             idx = g.active_idx
             if len(idx):
-                if len(idx) == g.n:  # everyone present: whole arrays, no gathers
-                    reward, ended = g.model.act(idx, g.continuous, g.discrete)
+                acting = idx if g.between else idx[np.isin(idx, g.decided_now)]
+                if len(acting) == g.n:  # everyone acts: whole arrays, no gathers
+                    reward, ended = g.model.act(acting, g.continuous, g.discrete)
                     if g.model.set_reward:
                         g.reward[:] = reward
                     else:
                         g.reward += reward
                 else:
-                    reward, ended = g.model.act(idx, g.continuous[idx], g.discrete[idx])
+                    reward, ended = g.model.act(acting, g.continuous[acting],
+                                                g.discrete[acting])
                     if g.model.set_reward:
-                        g.reward[idx] = reward
+                        g.reward[acting] = reward
                     else:
-                        g.reward[idx] += reward
+                        g.reward[acting] += reward
                 if ended.any():
-                    self._end_episodes(g, idx[ended], max_step_reached=False)
+                    self._end_episodes(g, acting[ended], max_step_reached=False)
                 if 0 < g.max_step <= now - g.first_start:
                     cut = idx[now - g.episode_start[idx] >= g.max_step]
                     if len(cut):
@@ -388,3 +395,4 @@ class Academy:
                 g.brain_sent = True
             infos.append((g.name_bytes, body))
         return encode_output_message(infos, brains, side_channel)
+

@@ -1,0 +1,115 @@
+"""GridWorld, FoodCollector and FloatGrid: through the real UnityEnvironment, and their models."""
+from __future__ import annotations
+
+import numpy as np
+from mlagents_envs.base_env import ActionTuple
+
+from tests.standin.test_builds import random_step
+from unity_rl.standin.scenes.float_grid import GOAL, float_grid
+from unity_rl.standin.scenes.food_collector import FoodCollectorModel
+from unity_rl.standin.scenes.gridworld import DOWN, LEFT, RIGHT, UP, GridWorldModel
+from unity_rl.standin.side_channels import EnvironmentParameters
+
+GW, FC, FG = "GridWorld?team=0", "FoodCollector?team=0", "FloatGrid?team=0"
+
+
+def test_gridworld_build_spec_png_masks_and_decision_period(open_env):
+    env = open_env("GridWorld")
+    env.reset()
+    spec = env.behavior_specs[GW]
+    assert [o.shape for o in spec.observation_specs] == [(3, 36, 36)]
+    assert spec.action_spec.discrete_branches == (5,) and spec.action_spec.continuous_size == 0
+    decision, _ = env.get_steps(GW)
+    assert len(decision) == 9
+    image = decision.obs[0]
+    assert image.dtype == np.float32 and 0 <= image.min() and image.max() <= 1
+    masks = decision.action_mask[0]
+    assert masks.shape == (9, 5) and not masks[:, 0].any() and masks.any()
+    rng = np.random.default_rng(0)
+    ends = []
+    for _ in range(60):
+        random_step(env, rng)
+        decision, terminal = env.get_steps(GW)
+        assert len(decision) in (0, 9)  # every agent decides at the same multiples of 5
+        ends += terminal.reward.tolist()
+        if len(decision):
+            r = decision.reward  # 0: the first decision of a new episode
+            assert (np.isclose(r, -0.01) | (r == 0)).all()
+    assert ends and np.isclose(np.abs(ends), 1.0).all(), "goals end episodes with +-1"
+
+
+def _world(target, agent, green, red):
+    model = GridWorldModel(1, np.random.default_rng(0), EnvironmentParameters(), None)
+    model.reset(np.array([0]))
+    model.target[0], model.agent[0] = target, agent
+    model.goals[0] = [green, red]
+    return model
+
+
+def test_gridworld_rewards_target_and_walls():
+    idx = np.array([0])
+    model = _world(0, (2, 2), (2, 3), (1, 2))  # target green, right of the agent
+    reward, ended = model.act(idx, None, np.array([[RIGHT]]))
+    assert reward.tolist() == [1.0] and ended.tolist() == [True]
+    model = _world(1, (2, 2), (2, 3), (1, 2))  # target red: green is now the wrong goal
+    reward, ended = model.act(idx, None, np.array([[RIGHT]]))
+    assert reward.tolist() == [-1.0] and ended.tolist() == [True]
+    model = _world(0, (0, 0), (4, 4), (3, 3))
+    assert model.action_mask(idx)[0].tolist() == [False, True, False, True, False]
+    reward, ended = model.act(idx, None, np.array([[DOWN]]))
+    assert np.isclose(reward[0], -0.01) and not ended[0] and model.agent[0].tolist() == [1, 0]
+    assert model.act(idx, None, np.array([[UP]]))[0].tolist() == [-0.01]
+    assert model.act(idx, None, np.array([[LEFT]]))[0].tolist() == [-0.01]
+
+
+def test_gridworld_target_is_shown_only_by_the_frame_colour():
+    green = _world(0, (0, 0), (4, 4), (3, 3)).render(np.array([0]))[0]
+    red = _world(1, (0, 0), (4, 4), (3, 3)).render(np.array([0]))[0]
+    differs = (green != red).any(axis=2)
+    assert differs[0].all() and not differs[3:-3, 3:-3].any()
+    assert green[0, 0, 1] > 150 and red[0, 0, 0] > 150
+
+
+def test_food_collector_hybrid_spec_and_rewards(open_env):
+    env = open_env("FoodCollector")
+    env.reset()
+    spec = env.behavior_specs[FC]
+    assert spec.action_spec.continuous_size == 3 and spec.action_spec.discrete_branches == (2,)
+    assert [o.shape for o in spec.observation_specs] == [(8,)]
+    decision, _ = env.get_steps(FC)
+    n = len(decision)
+    signal = decision.obs[0][:, 7].astype(np.int32)
+    for _ in range(5):  # one decision period with the laser right for every agent
+        d, _ = env.get_steps(FC)
+        if len(d):
+            env.set_actions(FC, ActionTuple(np.zeros((n, 3), np.float32), signal[:, None]))
+        env.step()
+    decision, _ = env.get_steps(FC)
+    assert np.allclose(decision.reward, 0.05, atol=1e-6)
+
+
+def test_food_collector_moving_to_food_eats_it():
+    model = FoodCollectorModel(1, np.random.default_rng(0), EnvironmentParameters(), None)
+    idx = np.array([0])
+    model.reset(idx)
+    model.pos[0], model.heading[0], model.food[0] = (0, 0), 0.0, (0, 3)  # food 3 ahead (+z)
+    for step in range(1, 40):
+        reward, _ = model.act(idx, np.array([[1.0, 0.0, 0.0]]), model.signal[idx, None])
+        if reward[0] > 0.5:
+            break
+    assert 19 <= step <= 21 and np.isclose(reward[0], 1.01)  # 2 units at 0.1 per step
+    obs = model.observe(idx)[0][0]
+    assert obs.dtype == np.float32 and obs.shape == (8,)
+
+
+def test_float_grid_is_sent_uncompressed_and_exact(open_env):
+    env = open_env("FloatGrid")
+    env.reset()
+    spec = env.behavior_specs[FG]
+    assert [o.shape for o in spec.observation_specs] == [(2, 6, 6), (2,)]
+    decision, _ = env.get_steps(FG)
+    grids, cells = decision.obs
+    assert grids.min() == -20.0 and grids.max() == 12.0
+    for grid, (x, y) in zip(grids, cells.astype(int)):
+        np.testing.assert_array_equal(grid, float_grid(x, y))
+    assert float_grid(GOAL[1], GOAL[0])[0].min() == float_grid(0, 0)[0][GOAL]
