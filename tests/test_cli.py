@@ -277,7 +277,7 @@ def _wait_for(predicate, proc: subprocess.Popen, timeout: float = 120.0) -> None
 def _csv_steps(run_dir: Path) -> list[int]:
     from unity_rl.metrics import read_progress
 
-    path = run_dir / "progress.csv"
+    path = run_dir / "3DBall" / "progress.csv"
     return [int(r["agent_steps"]) for r in read_progress(path)] if path.exists() else []
 
 

@@ -31,7 +31,7 @@ from typing import Any, Sequence
 DEFAULT_CONFIG = "configs/ppo/3dball.yaml"
 DEFAULT_ENV = "unity_builds/3DBall"
 CONFIG_FILE = "configuration.yaml"
-RUN_MARKERS = (CONFIG_FILE, "checkpoints", "progress.csv")
+RUN_MARKERS = (CONFIG_FILE, "checkpoints")
 """What makes a folder a unity-rl run folder (and safe for --force to wipe)."""
 
 

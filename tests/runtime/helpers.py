@@ -46,3 +46,12 @@ def live_descendants(pid: int | None = None) -> list[psutil.Process]:
         except psutil.NoSuchProcess:
             continue
     return out
+
+
+def checkpoint_entry(run_dir: Path, behavior: str = "3DBall") -> dict:
+    """The latest checkpoint's entry of ``behavior`` (short name)."""
+    from unity_rl.checkpoint import CheckpointManager
+
+    state = CheckpointManager(run_dir).load()
+    [entry] = [e for name, e in state["behaviors"].items() if name.split("?", 1)[0] == behavior]
+    return entry

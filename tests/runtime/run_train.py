@@ -21,7 +21,7 @@ def main() -> None:
     cfg = tiny_config(port, mode=mode, max_steps=max_steps, checkpoint_interval=2000)
     result = train(cfg, Path(run_dir), resume="--resume" in sys.argv, console=False)
     print(json.dumps({k: (str(v) if isinstance(v, Path) else v)
-                      for k, v in result._asdict().items()}), flush=True)
+                      for k, v in result._asdict().items() if k != "behaviors"}), flush=True)
 
 
 if __name__ == "__main__":

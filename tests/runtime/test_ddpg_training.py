@@ -12,8 +12,8 @@ import pytest
 import torch
 from mlagents_envs.base_env import ActionSpec
 
-from tests.runtime.fakes import FakeStream
-from tests.runtime.helpers import REPO_ROOT, live_descendants
+from tests.runtime.fakes import BEHAVIOR, FakeStream
+from tests.runtime.helpers import REPO_ROOT, checkpoint_entry, live_descendants
 from tests.runtime.test_collector import act, result
 from unity_rl.algos.ddpg import DDPGConfig, DDPGLearner
 from unity_rl.algos.nets import NetworkConfig
@@ -24,7 +24,9 @@ from unity_rl.config import ConfigError, FrozenMap, apply_overrides, load_config
 from unity_rl.metrics import read_progress
 from unity_rl.runtime.actor import Actor, ActorSpec, StreamSettings
 from unity_rl.runtime.collector import TrajectoryCollector
-from unity_rl.runtime.messages import PolicyWeights
+from unity_rl.runtime.algorithm import BehaviorPlan
+from unity_rl.runtime.messages import BehaviorWeights, PolicyWeights, Rollout
+from unity_rl.runtime.runners import AsyncRunner, SyncRunner
 from unity_rl.runtime.offpolicy import DDPGHost, restore_replay
 from unity_rl.runtime.offpolicy_actor import (
     DDPGActorPolicy,
@@ -118,12 +120,22 @@ def host_for(cfg: DDPGConfig, replay=None, handle=None, obs_dim: int = 3) -> DDP
 
 
 def fake_actor(cfg: DDPGConfig, link: ReplayLink | None = None) -> Actor:
-    spec = ActorSpec(actor_id=0, stream=StreamSettings("fake"),
-                     policy_factory=functools.partial(ddpg_policy, network_cfg=NET, ddpg_cfg=cfg,
-                                                      replay_link=link),
-                     segment_steps=64, time_horizon=16, wait_for_new_weights=True, seed=0,
+    plan = BehaviorPlan(functools.partial(ddpg_policy, network_cfg=NET, ddpg_cfg=cfg,
+                                          replay_link=link), 64, 16)
+    spec = ActorSpec(actor_id=0, stream=StreamSettings("fake"), plans=(("Fake", plan),),
+                     wait_for_new_weights=True, seed=0,
                      stream_factory=functools.partial(FakeStream, max_step=10))
     return Actor(spec)
+
+
+def publish(actor: Actor, host: DDPGHost) -> None:
+    host.version += 1
+    actor.set_weights(PolicyWeights(host.version, {BEHAVIOR: BehaviorWeights(host.version,
+                                                                             host.weights())}))
+
+
+def collect(actor: Actor):
+    return actor.collect().segments[BEHAVIOR]
 
 
 def test_actor_policy_warms_up_then_follows_mu_and_sends_its_segments():
@@ -131,16 +143,16 @@ def test_actor_policy_warms_up_then_follows_mu_and_sends_its_segments():
     actor = fake_actor(cfg)
     actor.start()
     host = host_for(cfg)
-    actor.set_weights(PolicyWeights(host.next_version(), host.actor_weights()))
-    policy: DDPGActorPolicy = actor.policy
+    publish(actor, host)
+    policy: DDPGActorPolicy = actor.lanes[BEHAVIOR].policy
     ended = []
     policy.episodes_ended = ended.extend  # the Actor reports terminal agents
-    segment = actor.collect()
+    segment = collect(actor)
     assert ended and segment.trajectories and segment.episode_returns
     actions = np.concatenate([t.actions for t in segment.trajectories])
     assert np.abs(actions).max() <= 1 and actions.std() > 0.3   # warm-up: uniform in [-1, 1]
     assert np.isnan(np.concatenate([t.values for t in segment.trajectories])).all()
-    host.add([segment])
+    host.accept(segment)
     assert len(host.replay) == host.agent_steps == segment.agent_steps
     # after warm-up, noise 0: actions are mu(obs), deterministic
     obs = np.random.default_rng(0).normal(size=(5, 3)).astype(np.float32)
@@ -155,14 +167,15 @@ def test_prioritized_actor_computes_initial_priorities():
     actor = fake_actor(cfg)
     actor.start()
     host = host_for(cfg)
-    actor.set_weights(PolicyWeights(host.next_version(), host.actor_weights()))
-    segment = actor.collect()
+    publish(actor, host)
+    segment = collect(actor)
     priorities = carried_priorities(segment.trajectories)
     assert priorities is not None and (priorities >= 0).all()
-    expected = actor.policy.policy.td_errors(trajectories_to_transitions(segment.trajectories))
+    policy = actor.lanes[BEHAVIOR].policy.policy
+    expected = policy.td_errors(trajectories_to_transitions(segment.trajectories))
     np.testing.assert_allclose(priorities, expected, rtol=1e-5)
-    host.add([segment])
-    metrics = host.train(3)
+    host.accept(segment)
+    metrics = host._train(3)
     assert metrics["Runtime/Updates This Round"] == 3 and host.updates == 3
     actor.close()
 
@@ -175,15 +188,15 @@ def test_shared_replay_actor_writes_transitions_and_sends_a_receipt():
     actor = fake_actor(cfg, link)
     try:
         actor.start()
-        actor.set_weights(PolicyWeights(host.next_version(), host.actor_weights()))
-        segment = actor.collect()
+        publish(actor, host)
+        segment = collect(actor)
         assert segment.trajectories == [] and segment.agent_steps >= 64
         assert len(replay) == segment.agent_steps          # written by the actor's own view
-        assert host.add([segment]) == 0 and host.agent_steps == segment.agent_steps
-        host.train(2)
+        host.accept(segment)
+        assert len(replay) == host.agent_steps == segment.agent_steps   # a receipt adds no row
+        host._train(2)
         assert host.updates == 2
     finally:
-        actor.policy.close()
         actor.close()
         host.close()
     with pytest.raises(FileNotFoundError):  # the learner's close unlinked the segment
@@ -227,13 +240,13 @@ def tiny_ddpg(base_port: int, *, mode: str = "sync", num_envs: int = 1, num_acto
 
 def check_run(run_dir: Path, result, cfg) -> dict:
     hp = cfg.behaviors["3DBall"].hyperparameters
-    state = CheckpointManager(run_dir).load()["learner"]
+    state = checkpoint_entry(run_dir)["learner"]
     assert state["agent_steps"] == result.agent_steps >= cfg.behaviors["3DBall"].max_steps
     owed = int((result.agent_steps - hp.warmup_steps) * hp.replay_ratio)
     assert 0 < state["updates"] <= owed and state["ddpg"]["updates"] == state["updates"]
     assert state["version"] == result.policy_version >= 2
     assert state["replay"]["size"] >= result.agent_steps   # every collected step is stored
-    rows = read_progress(run_dir / "progress.csv")
+    rows = read_progress(run_dir / "3DBall" / "progress.csv")
     assert rows[-1]["agent_steps"] == result.agent_steps
     assert result.episodes > 0 and result.policy_path.exists()
     assert live_descendants() == []
@@ -269,7 +282,7 @@ def test_sync_run_updates_at_the_replay_ratio_and_resume_restores_the_buffer(
 
     second = train(tiny_ddpg(port, max_steps=2000), tmp_path / "run", resume=True,
                    console=False)
-    state = CheckpointManager(tmp_path / "run").load()["learner"]
+    state = checkpoint_entry(tmp_path / "run")["learner"]
     assert state["agent_steps"] == second.agent_steps >= 2000
     assert state["replay"]["size"] == second.agent_steps       # old rows kept, new ones added
     np.testing.assert_array_equal(state["replay"]["obs"][:first.agent_steps],
@@ -311,13 +324,13 @@ def test_host_state_round_trip_without_builds():
                                     rng.normal(size=(10, 3)).astype(np.float32),
                                     np.zeros(10, np.float32)))
     host.agent_steps = 10
-    host.train(host.updates_owed())
-    host.next_version()
+    host.train(sync=True)
     state = host.state_dict()
     other = host_for(cfg)
     other.load_state_dict(state)
     assert (other.updates, other.version, other.agent_steps, len(other.replay)) == (10, 1, 10, 10)
-    for a, b in zip(host.weights()["actor"].values(), other.weights()["actor"].values()):
+    for a, b in zip(host.policy_weights()["actor"].values(),
+                    other.policy_weights()["actor"].values()):
         assert torch.equal(a, b)
 
 
@@ -326,10 +339,10 @@ def test_host_state_round_trip_without_builds():
 # ----------------------------------------------------------------------------------------------
 
 class ScriptedBackend:
-    """Hands out pre-made segments; a blocking receive with none left is a test failure."""
+    """Hands out pre-made rollouts; a blocking receive with none left is a test failure."""
 
-    def __init__(self, segments, num_actors=2):
-        self.segments = list(segments)
+    def __init__(self, rollouts, num_actors=2):
+        self.rollouts = list(rollouts)
         self.num_actors = num_actors
         self.versions = []
 
@@ -337,58 +350,57 @@ class ScriptedBackend:
         self.versions.append(weights.version)
 
     def receive(self, timeout=None):
-        if self.segments:
-            return self.segments.pop(0)
+        if self.rollouts:
+            return self.rollouts.pop(0)
         if timeout is not None:
             return None
-        raise AssertionError("the runner blocked waiting for a segment")
+        raise AssertionError("the runner blocked waiting for a rollout")
 
 
-def random_segment(actor_id: int, version: int, steps: int, seed: int):
+def random_rollout(actor_id: int, version: int, steps: int, seed: int):
     from unity_rl.algos.types import Segment
     rng = np.random.default_rng(seed)
     t = Trajectory(rng.normal(size=(steps, 3)).astype(np.float32),
                    rng.uniform(-1, 1, (steps, 2)).astype(np.float32),
                    np.zeros(steps, np.float32), np.full(steps, np.nan, np.float32),
                    np.full(steps, 0.1, np.float32), rng.normal(size=3).astype(np.float32), True)
-    return Segment([t], version, actor_id, steps, [1.0], [steps])
+    return Rollout(actor_id, 0, {BEHAVIOR: Segment([t], version, actor_id, steps, [1.0], [steps])})
 
 
 def test_sync_runner_pays_every_owed_update_and_publishes_once_per_round():
-    from unity_rl.runtime.offpolicy import DDPGSyncRunner
-
     cfg = DDPGConfig(warmup_steps=50, replay_ratio=0.5, buffer_size=1000, batch_size=8)
     host = host_for(cfg)
-    backend = ScriptedBackend([random_segment(1, 1, 60, 1), random_segment(0, 1, 60, 0)])
-    runner = DDPGSyncRunner(backend, host)
+    host.version = 1
+    backend = ScriptedBackend([random_rollout(1, 1, 60, 1), random_rollout(0, 1, 60, 0)])
+    runner = SyncRunner(backend, {BEHAVIOR: host})
     runner.start()
-    done = runner.next_update()
+    done = runner.next_update().behaviors[BEHAVIOR]
     assert done.collected_steps == 120 and host.updates == int((120 - 50) * 0.5)
     assert backend.versions == [1, 2] and done.metrics["Policy/Lag"] == 0
     assert done.episode_returns == [1.0, 1.0] and len(host.replay) == 120
 
 
-def test_apex_runner_never_trains_ahead_of_the_data_nor_waits_while_it_owes():
-    from unity_rl.runtime.offpolicy import ApeXRunner
-
+def test_apex_wiring_never_trains_ahead_of_the_data_nor_waits_while_it_owes():
     cfg = DDPGConfig(warmup_steps=0, replay_ratio=1.0, buffer_size=1000, batch_size=8)
     host = host_for(cfg)
-    backend = ScriptedBackend([random_segment(k % 2, 1, 100, k) for k in range(3)])
-    runner = ApeXRunner(backend, host, updates_per_round=40)
+    host.updates_per_round = 40
+    backend = ScriptedBackend([random_rollout(k % 2, 0, 100, k) for k in range(3)])
+    runner = AsyncRunner(backend, {BEHAVIOR: host})
     runner.start()
-    first = runner.next_update()                   # takes all three, pays 40 of 300
+    first = runner.next_update().behaviors[BEHAVIOR]   # takes all three, pays 40 of 300
     assert first.collected_steps == 300 and host.updates == 40
     assert first.metrics["Runtime/Update Backlog"] == 260 and first.metrics["Policy/Lag"] == 0
     rounds = 1
     while host.updates_owed() > 0:                 # no data left, but it never blocks
-        done = runner.next_update()
+        done = runner.next_update().behaviors[BEHAVIOR]
         assert done.collected_steps == 0 and math.isnan(done.metrics["Policy/Lag"])
         rounds += 1
     assert host.updates == 300 and rounds == 8 and backend.versions == list(range(1, 10))
-    backend.segments.append(random_segment(0, 3, 50, 9))
-    late = runner.next_update()
-    assert late.metrics["Policy/Lag"] == 9 - 3 and late.metrics["Policy/Lag Updates"] > 0
-    assert runner.next_update().metrics["Runtime/Updates This Round"] == 10   # 50 = 40 + 10
+    backend.rollouts.append(random_rollout(0, 2, 50, 9))
+    late = runner.next_update().behaviors[BEHAVIOR]
+    assert late.metrics["Policy/Lag"] == 8 - 2 and late.metrics["Policy/Lag Updates"] > 0
+    more = runner.next_update().behaviors[BEHAVIOR]
+    assert more.metrics["Runtime/Updates This Round"] == 10   # 50 = 40 + 10
     with pytest.raises(AssertionError, match="blocked"):  # caught up: now it waits for data
         runner.next_update()
 

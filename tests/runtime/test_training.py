@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.runtime.helpers import REPO_ROOT, live_descendants, tiny_config
+from tests.runtime.helpers import REPO_ROOT, checkpoint_entry, live_descendants, tiny_config
 from unity_rl.checkpoint import CheckpointError, CheckpointManager
 from unity_rl.metrics import read_progress
 from unity_rl.runtime.messages import ActorFailedError
@@ -37,7 +37,7 @@ def test_tiny_run_counts_steps_updates_and_lag(mode, tmp_path, free_base_port):
     assert not result.interrupted
     assert result.agent_steps >= 2400
     assert result.policy_version >= 4
-    rows = read_progress(tmp_path / "run" / "progress.csv")
+    rows = read_progress(tmp_path / "run" / "3DBall" / "progress.csv")
     steps = [r["agent_steps"] for r in rows]
     assert steps == sorted(steps) and steps[-1] == result.agent_steps
     assert len(rows) == result.policy_version          # one row per update
@@ -61,7 +61,7 @@ def test_resume_continues_steps_versions_and_wall_time(tmp_path, free_base_port)
                   console=False)
     state = CheckpointManager(tmp_path / "run").load()
     assert state["agent_steps"] == first.agent_steps
-    assert state["learner"]["version"] == first.policy_version
+    assert checkpoint_entry(tmp_path / "run")["learner"]["host_version"] == first.policy_version
 
     second = train(tiny_config(port, max_steps=2000), tmp_path / "run", resume=True,
                    console=False)
@@ -69,7 +69,7 @@ def test_resume_continues_steps_versions_and_wall_time(tmp_path, free_base_port)
     assert second.policy_version > first.policy_version
     assert second.wall_seconds > first.wall_seconds
     assert second.episodes > first.episodes
-    rows = read_progress(tmp_path / "run" / "progress.csv")
+    rows = read_progress(tmp_path / "run" / "3DBall" / "progress.csv")
     steps = [r["agent_steps"] for r in rows]
     assert steps == sorted(steps) and steps[0] < first.agent_steps < steps[-1]
     assert live_descendants() == []
@@ -106,7 +106,7 @@ def _start_script(tmp_path: Path, port: int, mode: str = "async") -> subprocess.
 def _wait_for_training(proc: subprocess.Popen, run_dir: Path, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        csv = run_dir / "progress.csv"
+        csv = run_dir / "3DBall" / "progress.csv"
         if csv.exists() and len(csv.read_text().splitlines()) >= 3:
             return
         assert proc.poll() is None, proc.communicate()[1][-3000:]

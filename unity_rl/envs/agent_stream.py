@@ -22,6 +22,7 @@ Contract:
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import tempfile
 from typing import Any, Mapping, NamedTuple, Sequence
@@ -100,6 +101,26 @@ class AgentStream:
             no_graphics=no_graphics, time_scale=time_scale, env_args=env_args,
             timeout_wait=timeout_wait, step_timeout=step_timeout, log_dir=log_dir,
             env_parameters=env_parameters)
+        self._open(settings, num_builds, seed, restart_quota, behavior_name, behaviors,
+                   other_behaviors)
+
+    @classmethod
+    def from_settings(cls, launch: LaunchSettings, *, num_builds: int = 1,
+                      worker_id_start: int = 0, seed: int = 0,
+                      behaviors: Sequence[str] | str = ALL_BEHAVIORS,
+                      other_behaviors: OtherBehaviorsMode = "error",
+                      restart_quota: RestartQuota | None = None) -> "AgentStream":
+        """A stream over builds started with the run's ``LaunchSettings`` (engine settings,
+        areas, timeouts... as the trainer's config says), from worker ``worker_id_start``."""
+        settings = dataclasses.replace(
+            launch, worker_id_start=worker_id_start,
+            log_dir=launch.log_dir or tempfile.mkdtemp(prefix="unity_rl_logs_"))
+        self = cls.__new__(cls)
+        self._open(settings, num_builds, seed, restart_quota, None, behaviors, other_behaviors)
+        return self
+
+    def _open(self, settings, num_builds, seed, restart_quota, behavior_name, behaviors,
+              other_behaviors) -> None:
         self.builds = BuildSet(settings, num_builds, seed, restart_quota)
         try:
             self._attach(behavior_name, behaviors, other_behaviors)

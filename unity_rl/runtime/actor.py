@@ -35,6 +35,7 @@ from typing import Any, Callable, Optional, Protocol
 import numpy as np
 
 from unity_rl.algos.types import Segment
+from unity_rl.envs.behavior import ALL_BEHAVIORS
 from unity_rl.runtime.algorithm import BehaviorPlan
 from unity_rl.runtime.collector import TrajectoryCollector
 from unity_rl.runtime.messages import (
@@ -74,8 +75,6 @@ PolicyFactory = Callable[[Any, Any, int], Policy]
 """(obs_shapes, action_spec, seed) -> a policy copy; must pickle (a module-level function or a
 ``functools.partial`` of one) because it travels to the actor's process."""
 
-ALL_BEHAVIORS = "*"
-"""``StreamSettings.behaviors`` value: every behavior the builds report."""
 
 
 @dataclass(frozen=True)
@@ -114,10 +113,9 @@ class StreamSettings:
         from unity_rl.envs.agent_stream import AgentStream
         from unity_rl.envs.launcher import RestartQuota
 
-        behaviors = None if self.behaviors == (ALL_BEHAVIORS,) else list(self.behaviors)
         return AgentStream.from_settings(
             self.launch, num_builds=self.num_builds, worker_id_start=self.worker_id_start,
-            seed=self.seed, behaviors=behaviors if behaviors is not None else ALL_BEHAVIORS,
+            seed=self.seed, behaviors=list(self.behaviors),
             other_behaviors=self.other_behaviors, restart_quota=RestartQuota(*self.restart_quota))
 
 
