@@ -1,4 +1,5 @@
-"""ONNX export: ML-Agents' tensor names, constants, and onnxruntime == torch on random obs."""
+"""ONNX export: ML-Agents' tensor names, constants, and onnxruntime == torch on random obs
+(vector, image + vector, hybrid; PPO and DDPG; saved policies)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -13,6 +14,17 @@ from torch import nn
 from unity_rl.algos.nets import NetworkConfig
 from unity_rl.algos.ppo import PPOConfig, PPOLearner, PPOPolicy
 from unity_rl.export import export_onnx
+
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """One torch thread: on a small shared machine more threads are far slower."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
 
 CONTINUOUS = SimpleNamespace(continuous_size=2, discrete_branches=())
 DISCRETE = SimpleNamespace(continuous_size=0, discrete_branches=(3, 2))
@@ -188,3 +200,64 @@ def test_ddpg_image_and_vector_round_trip(tmp_path):
     got = ort.InferenceSession(str(path)).run(["continuous_actions"],
                                               {"obs_0": image, "obs_1": vector})[0]
     np.testing.assert_allclose(got, learner.make_policy().act(flat, noise=False), atol=1e-5)
+
+
+def _saved_policy(tmp_path, learner, obs_shapes, spec, net, trainer_type="ppo"):
+    """A ``<Behavior>.pt`` as the trainer writes it (``Trainer.save_policy``)."""
+    from dataclasses import asdict
+
+    path = tmp_path / "B.pt"
+    torch.save({"trainer_type": trainer_type, "behavior_name": "B?team=0",
+                "obs_dim": int(sum(np.prod(s) for s in obs_shapes)), "obs_shapes": obs_shapes,
+                "action_spec": (spec.continuous_size, tuple(spec.discrete_branches)),
+                "network": asdict(net), "weights": learner.weights(), "agent_steps": 7}, path)
+    return path
+
+
+@pytest.mark.parametrize("trainer_type", ["ppo", "ddpg"])
+def test_saved_policy_with_an_image_rebuilds_its_encoder_and_exports(tmp_path, trainer_type):
+    from unity_rl.algos.ddpg import DDPGConfig, DDPGLearner
+    from unity_rl.export import export_checkpoint, load_policy
+
+    net = NetworkConfig(normalize=True, hidden_units=16, vis_encode_type="resnet")
+    if trainer_type == "ppo":
+        learner = PPOLearner(IMAGE_AND_VECTOR, CONTINUOUS, PPOConfig(), net, seed=0)
+    else:
+        learner = DDPGLearner(IMAGE_AND_VECTOR, CONTINUOUS, DDPGConfig(), 16, 2, True, seed=0,
+                              vis_encode_type="resnet")
+    rng = np.random.default_rng(7)
+    learner.layout.update(learner.normalizer, _obs(rng, 64)[2])
+    path = _saved_policy(tmp_path, learner, IMAGE_AND_VECTOR, CONTINUOUS, net, trainer_type)
+    loaded = load_policy(path)
+    assert loaded.obs_shapes == ((3, 20, 20), (4,)) and loaded.agent_steps == 7
+    image, vector, flat = _obs(rng, 3)
+    with torch.no_grad():
+        expected = learner.export_module()(torch.from_numpy(flat)).numpy()
+        np.testing.assert_allclose(loaded.module(torch.from_numpy(image), torch.from_numpy(vector))
+                                   .numpy(), expected, atol=1e-6)
+    onnx_path = export_checkpoint(path)
+    assert onnx_path.name == "B.onnx"
+    got = ort.InferenceSession(str(onnx_path)).run(["continuous_actions"],
+                                                   {"obs_0": image, "obs_1": vector})[0]
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+
+
+def test_saved_policy_without_recorded_shapes_is_a_flat_mlp(tmp_path):
+    """Files written before networks knew shapes: an MLP over the flat row (obs_dim inputs)."""
+    from unity_rl.export import load_policy
+
+    net = NetworkConfig(hidden_units=8)
+    learner = PPOLearner(1204, DISCRETE, PPOConfig(), net, seed=0)  # trained on flat rows
+    weights = learner.weights()
+    del weights["obs_shapes"]
+    path = tmp_path / "old.pt"
+    torch.save({"trainer_type": "ppo", "behavior_name": "B", "obs_dim": 1204,
+                "obs_shapes": IMAGE_AND_VECTOR, "action_spec": (0, (3, 2)),
+                "network": {"normalize": False, "hidden_units": 8, "num_layers": 2},
+                "weights": weights}, path)
+    loaded = load_policy(path)
+    assert not loaded.module.encoder.encoders  # no CNN: the saved network had none
+    _, _, flat = _obs(np.random.default_rng(8), 2)
+    with torch.no_grad():
+        np.testing.assert_array_equal(loaded.module(torch.from_numpy(flat)).numpy(),
+                                      learner.export_module()(torch.from_numpy(flat)).numpy())
