@@ -279,7 +279,6 @@ NET = "behaviors.3DBall.network_settings"
 
 @pytest.mark.parametrize("old, new, section, key", [
     ("num_epoch: 3", "num_epoch: 3\n      shared_critic: true", HP, "shared_critic"),
-    ("vis_encode_type: simple", "vis_encode_type: resnet", NET, "vis_encode_type"),
     ("vis_encode_type: simple", "memory: {sequence_length: 64, memory_size: 256}", NET, "memory"),
     ("vis_encode_type: simple", "deterministic: true", NET, "deterministic"),
     ("strength: 1.0", "strength: 1.0\n      curiosity: {gamma: 0.99, strength: 0.02}",
@@ -311,6 +310,19 @@ def test_unsupported_trainer_type_curriculum_and_initialize_from(tmp_path):
     assert_names(err, "environment_parameters.mass", "curriculum", "not support")
     err = error_for(tmp_path, MLAGENTS_3DBALL + "checkpoint_settings: {initialize_from: old}\n")
     assert_names(err, "checkpoint_settings", "initialize_from", "not support")
+
+
+@pytest.mark.parametrize("encoder", ["simple", "nature_cnn", "resnet", "match3", "fully_connected"])
+def test_every_ml_agents_visual_encoder_is_accepted(tmp_path, encoder):
+    cfg = load_text(tmp_path, MLAGENTS_3DBALL.replace("vis_encode_type: simple",
+                                                      f"vis_encode_type: {encoder}"))
+    assert cfg.behaviors["3DBall"].network_settings.vis_encode_type == encoder
+
+
+def test_unknown_visual_encoder_names_the_key_and_the_value(tmp_path):
+    err = error_for(tmp_path, MLAGENTS_3DBALL.replace("vis_encode_type: simple",
+                                                      "vis_encode_type: vit"))
+    assert_names(err, NET, "vis_encode_type", "'vit'", "nature_cnn", "match3")
 
 
 def test_feature_off_values_of_unsupported_keys_are_accepted(tmp_path):

@@ -1,4 +1,5 @@
-"""ONNX export: ML-Agents' tensor names, constants, and onnxruntime == torch on random obs."""
+"""ONNX export: ML-Agents' tensor names, constants, and onnxruntime == torch on random obs
+(vector, image + vector, hybrid; PPO and DDPG; saved policies)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -11,8 +12,19 @@ import torch
 from torch import nn
 
 from unity_rl.algos.nets import NetworkConfig
-from unity_rl.algos.ppo import PPOConfig, PPOLearner
+from unity_rl.algos.ppo import PPOConfig, PPOLearner, PPOPolicy
 from unity_rl.export import export_onnx
+
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """One torch thread: on a small shared machine more threads are far slower."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
 
 CONTINUOUS = SimpleNamespace(continuous_size=2, discrete_branches=())
 DISCRETE = SimpleNamespace(continuous_size=0, discrete_branches=(3, 2))
@@ -102,19 +114,150 @@ def test_plain_module_and_no_actions_error(tmp_path):
                     tmp_path / "bad.onnx")
 
 
-def test_visual_observation_is_nchw_in_unit_range(tmp_path):
-    """Unity feeds images NCHW in [0, 1]; the trainers saw uint8 values, flattened CHW."""
+def test_visual_scale_rescales_images_only(tmp_path):
+    """A network trained on 0..255 images: Unity's [0, 1] images are multiplied back."""
     torch.manual_seed(0)
-    module = nn.Sequential(nn.Linear(2 * 4 * 5 + 3, 2), nn.Tanh())
-    path = export_onnx(module, [(2, 4, 5), (3,)], CONTINUOUS, tmp_path / "visual.onnx")
-    session = ort.InferenceSession(str(path))
-    assert [(i.name, i.shape) for i in session.get_inputs()] == [
-        ("obs_0", ["batch", 2, 4, 5]), ("obs_1", ["batch", 3])]
-    rng = np.random.default_rng(4)
-    image = rng.integers(0, 256, (6, 2, 4, 5)).astype(np.float32)
-    vector = rng.normal(size=(6, 3)).astype(np.float32)
-    got = session.run(["continuous_actions"], {"obs_0": image / 255.0, "obs_1": vector})[0]
-    seen_in_training = np.concatenate([image.reshape(6, -1), vector], axis=1)
+    module = nn.Sequential(nn.Flatten(), nn.Linear(2 * 4 * 5, 2), nn.Tanh())
+    path = export_onnx(module, [(2, 4, 5)], CONTINUOUS, tmp_path / "v.onnx", visual_scale=255.0)
+    image = np.random.default_rng(4).integers(0, 256, (6, 2, 4, 5)).astype(np.float32)
+    got = ort.InferenceSession(str(path)).run(["continuous_actions"], {"obs_0": image / 255.0})[0]
     with torch.no_grad():
-        expected = module(torch.from_numpy(seen_in_training)).numpy()
-    np.testing.assert_allclose(got, expected, atol=1e-4)
+        np.testing.assert_allclose(got, module(torch.from_numpy(image)).numpy(), atol=1e-4)
+
+
+IMAGE_AND_VECTOR = [(3, 20, 20), (4,)]
+HYBRID = SimpleNamespace(continuous_size=2, discrete_branches=(3, 2))
+
+
+def _obs(rng, n):
+    image = rng.random((n, 3, 20, 20), dtype=np.float32)
+    vector = rng.normal(1.0, 3.0, (n, 4)).astype(np.float32)
+    return image, vector, np.concatenate([image.reshape(n, -1), vector], axis=1)
+
+
+@pytest.mark.parametrize("spec", [CONTINUOUS, DISCRETE, HYBRID], ids=["cont", "disc", "hybrid"])
+def test_image_and_vector_observations_round_trip(tmp_path, spec):
+    """obs_0 NCHW image + obs_1 vector; normalisation (vector columns only) folded in; the ONNX
+    actions are the policy's deterministic actions on the flat training rows."""
+    learner = PPOLearner(IMAGE_AND_VECTOR, spec, PPOConfig(),
+                         NetworkConfig(normalize=True, hidden_units=16), seed=0)
+    rng = np.random.default_rng(5)
+    learner.layout.update(learner.normalizer, _obs(rng, 256)[2])
+    assert learner.normalizer.mean.shape == (4,)  # statistics of the vector columns only
+    path = export_onnx(learner.export_module(), IMAGE_AND_VECTOR, spec, tmp_path / "iv.onnx")
+    session = ort.InferenceSession(str(path))
+    assert [(i.name, i.shape) for i in session.get_inputs()][:2] == [
+        ("obs_0", ["batch", 3, 20, 20]), ("obs_1", ["batch", 4])]
+    image, vector, flat = _obs(rng, 9)
+    feeds = {"obs_0": image, "obs_1": vector}
+    masks = np.ones((9, 5), bool)
+    if spec.discrete_branches:
+        masks[:, 1] = False          # branch 0: action 1 never allowed
+        masks[:4, 3] = False         # branch 1: only action 1 for the first rows
+        feeds["action_masks"] = masks.astype(np.float32)
+    out = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
+    policy = PPOPolicy(IMAGE_AND_VECTOR, spec, NetworkConfig(normalize=True, hidden_units=16))
+    policy.load_weights(learner.weights())
+    actions, _, _ = policy.act(flat, masks if spec.discrete_branches else None, deterministic=True)
+    c = spec.continuous_size
+    if c:
+        np.testing.assert_allclose(out["continuous_actions"], np.clip(actions[:, :c], -1, 1),
+                                   atol=1e-5)
+        np.testing.assert_array_equal(out["continuous_actions"],
+                                      out["deterministic_continuous_actions"])
+    else:
+        assert "continuous_actions" not in out
+    if spec.discrete_branches:
+        discrete = out["discrete_actions"]
+        assert discrete.dtype == np.int64 and discrete.shape == (9, 2)
+        np.testing.assert_array_equal(discrete, actions[:, c:].astype(np.int64))
+        assert (discrete[:, 0] != 1).all() and (discrete[:4, 1] == 1).all()
+        assert out["discrete_action_output_shape"].tolist() == [[3.0, 2.0]]
+    else:
+        assert "discrete_actions" not in out
+    assert out["version_number"].tolist() == [3.0] and out["memory_size"].tolist() == [0.0]
+
+
+def test_hybrid_output_names_and_order(tmp_path):
+    module = PPOLearner(4, HYBRID, PPOConfig(), NetworkConfig(hidden_units=8), seed=0).export_module()
+    _, inputs, outputs = _io(export_onnx(module, 4, HYBRID, tmp_path / "h.onnx"))
+    assert inputs == ["obs_0", "action_masks"]
+    assert outputs == ["version_number", "memory_size", "continuous_actions",
+                       "continuous_action_output_shape", "deterministic_continuous_actions",
+                       "discrete_actions", "discrete_action_output_shape",
+                       "deterministic_discrete_actions"]
+
+
+def test_ddpg_image_and_vector_round_trip(tmp_path):
+    from unity_rl.algos.ddpg import DDPGConfig, DDPGLearner
+
+    learner = DDPGLearner(IMAGE_AND_VECTOR, CONTINUOUS, DDPGConfig(), 16, 1, normalize=True,
+                          seed=0, vis_encode_type="match3")
+    rng = np.random.default_rng(6)
+    learner.layout.update(learner.normalizer, _obs(rng, 128)[2])
+    path = export_onnx(learner.export_module(), IMAGE_AND_VECTOR, CONTINUOUS, tmp_path / "d.onnx")
+    image, vector, flat = _obs(rng, 5)
+    got = ort.InferenceSession(str(path)).run(["continuous_actions"],
+                                              {"obs_0": image, "obs_1": vector})[0]
+    np.testing.assert_allclose(got, learner.make_policy().act(flat, noise=False), atol=1e-5)
+
+
+def _saved_policy(tmp_path, learner, obs_shapes, spec, net, trainer_type="ppo"):
+    """A ``<Behavior>.pt`` as the trainer writes it (``Trainer.save_policy``)."""
+    from dataclasses import asdict
+
+    path = tmp_path / "B.pt"
+    torch.save({"trainer_type": trainer_type, "behavior_name": "B?team=0",
+                "obs_dim": int(sum(np.prod(s) for s in obs_shapes)), "obs_shapes": obs_shapes,
+                "action_spec": (spec.continuous_size, tuple(spec.discrete_branches)),
+                "network": asdict(net), "weights": learner.weights(), "agent_steps": 7}, path)
+    return path
+
+
+@pytest.mark.parametrize("trainer_type", ["ppo", "ddpg"])
+def test_saved_policy_with_an_image_rebuilds_its_encoder_and_exports(tmp_path, trainer_type):
+    from unity_rl.algos.ddpg import DDPGConfig, DDPGLearner
+    from unity_rl.export import export_checkpoint, load_policy
+
+    net = NetworkConfig(normalize=True, hidden_units=16, vis_encode_type="resnet")
+    if trainer_type == "ppo":
+        learner = PPOLearner(IMAGE_AND_VECTOR, CONTINUOUS, PPOConfig(), net, seed=0)
+    else:
+        learner = DDPGLearner(IMAGE_AND_VECTOR, CONTINUOUS, DDPGConfig(), 16, 2, True, seed=0,
+                              vis_encode_type="resnet")
+    rng = np.random.default_rng(7)
+    learner.layout.update(learner.normalizer, _obs(rng, 64)[2])
+    path = _saved_policy(tmp_path, learner, IMAGE_AND_VECTOR, CONTINUOUS, net, trainer_type)
+    loaded = load_policy(path)
+    assert loaded.obs_shapes == ((3, 20, 20), (4,)) and loaded.agent_steps == 7
+    image, vector, flat = _obs(rng, 3)
+    with torch.no_grad():
+        expected = learner.export_module()(torch.from_numpy(flat)).numpy()
+        np.testing.assert_allclose(loaded.module(torch.from_numpy(image), torch.from_numpy(vector))
+                                   .numpy(), expected, atol=1e-6)
+    onnx_path = export_checkpoint(path)
+    assert onnx_path.name == "B.onnx"
+    got = ort.InferenceSession(str(onnx_path)).run(["continuous_actions"],
+                                                   {"obs_0": image, "obs_1": vector})[0]
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+
+
+def test_saved_policy_without_recorded_shapes_is_a_flat_mlp(tmp_path):
+    """Files written before networks knew shapes: an MLP over the flat row (obs_dim inputs)."""
+    from unity_rl.export import load_policy
+
+    net = NetworkConfig(hidden_units=8)
+    learner = PPOLearner(1204, DISCRETE, PPOConfig(), net, seed=0)  # trained on flat rows
+    weights = learner.weights()
+    del weights["obs_shapes"]
+    path = tmp_path / "old.pt"
+    torch.save({"trainer_type": "ppo", "behavior_name": "B", "obs_dim": 1204,
+                "obs_shapes": IMAGE_AND_VECTOR, "action_spec": (0, (3, 2)),
+                "network": {"normalize": False, "hidden_units": 8, "num_layers": 2},
+                "weights": weights}, path)
+    loaded = load_policy(path)
+    assert not loaded.module.encoder.encoders  # no CNN: the saved network had none
+    _, _, flat = _obs(np.random.default_rng(8), 2)
+    with torch.no_grad():
+        np.testing.assert_array_equal(loaded.module(torch.from_numpy(flat)).numpy(),
+                                      learner.export_module()(torch.from_numpy(flat)).numpy())

@@ -474,7 +474,8 @@ def _hyperparameter_keys(trainer_type: str) -> dict[str, str]:
             if f.name not in _FROM_ELSEWHERE}
 
 
-_NETWORK_KEYS = {"normalize": "normalize", "hidden_units": "hidden_units", "num_layers": "num_layers"}
+_NETWORK_KEYS = {"normalize": "normalize", "hidden_units": "hidden_units", "num_layers": "num_layers",
+                 "vis_encode_type": "vis_encode_type"}
 _BEHAVIOR_KEYS = {k: k for k in ("trainer_type", "max_steps", "time_horizon", "summary_freq",
                                  "checkpoint_interval", "keep_checkpoints", "even_checkpoints")}
 _ENV_KEYS = {f.name: f.name for f in dataclasses.fields(EnvConfig)}
@@ -491,8 +492,7 @@ _UNSUPPORTED: dict[str, dict[str, tuple]] = {
     "behavior": {"init_path": (None,), "threaded": (False,), "self_play": (None,),
                  "behavioral_cloning": (None,), "framework": ("pytorch",)},
     "ppo": {"shared_critic": (False,)},
-    "network": {"vis_encode_type": ("simple",), "memory": (None,), "goal_conditioning_type": ("hyper",),
-                "deterministic": (False,)},
+    "network": {"memory": (None,), "goal_conditioning_type": ("hyper",), "deterministic": (False,)},
     "reward_signals": {"curiosity": (), "gail": (), "rnd": ()},
     "checkpoint": {"initialize_from": (None,), "load_model": (False,), "train_model": (False,),
                    "inference": (False,)},

@@ -10,9 +10,10 @@ ML-Agents 2.x, Sentis in 3.x) like one written by ``mlagents-learn``:
   vector observations and NCHW ([batch, C, H, W]) for visual ones; ``action_masks`` [batch,
   sum(branches)] float (1 = allowed) for discrete behaviors only. The batch axis is dynamic.
 - outputs, in this order: ``version_number`` (3, ML-Agents' model API 2.0), ``memory_size`` (0:
-  no recurrent memory); for continuous actions ``continuous_actions`` [batch, A],
+  no recurrent memory); for continuous actions (continuous-only or hybrid behaviors)
+  ``continuous_actions`` [batch, A],
   ``continuous_action_output_shape`` ([A]), ``deterministic_continuous_actions`` [batch, A];
-  for discrete branches ``discrete_actions`` [batch, B] (int64 indices, as ML-Agents'
+  for discrete branches (discrete-only or hybrid) ``discrete_actions`` [batch, B] (int64, as ML-Agents'
   ``torch.multinomial``/``argmax`` give), ``discrete_action_output_shape`` ([[b_1, .., b_B]]),
   ``deterministic_discrete_actions`` [batch, B]. The shape/version outputs are constants
   (initializers), as in ML-Agents.
@@ -22,15 +23,16 @@ ML-Agents 2.x, Sentis in 3.x) like one written by ``mlagents-learn``:
   "Deterministic Inference" is ticked.
 
 Visual observations (3-D, channels-first as mlagents-envs 1.1.0 reports them) are declared
-NCHW as Unity feeds them, in [0, 1]; the graph turns them back into what the trainers saw
-(uint8-valued, flattened) before ``module``.
+NCHW as Unity feeds them, in [0, 1], which is what the trainers see (``visual_scale`` rescales
+them for a network trained on other units, e.g. 255 for uint8-valued images).
 
 ``module`` contract (what ``PPOLearner.export_module()`` / ``DDPGLearner.export_module()``
-return): ``module(obs)`` -> float actions [batch, A] already in Unity's range (clipped to
-[-1, 1]) for continuous behaviors; ``module(obs, action_masks)`` -> int64 [batch, B] for discrete
-ones; ``(continuous, discrete)`` for hybrid ones. ``obs`` is the concatenation of the vector
-observations in BehaviorSpec order (what the trainers see); with several observations, the
-exported graph concatenates ``obs_0 .. obs_{n-1}`` itself.
+return): ``module(obs_0, .., obs_{n-1})`` -> float actions [batch, A] already in Unity's range
+(clipped to [-1, 1]) for continuous behaviors; ``module(obs_0, .., obs_{n-1}, action_masks)`` ->
+int64 [batch, B] for discrete ones and ``(continuous, discrete)`` for hybrid ones; one tensor
+per observation (images NCHW), as the ONNX inputs. The learners' modules flatten and
+concatenate them into the training row themselves (``encoders.concat_inputs``) and also accept
+that flat row alone.
 """
 from __future__ import annotations
 
@@ -78,24 +80,16 @@ def onnx_obs_shape(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(int(s) for s in shape)
 
 
-def _obs_shapes(obs_dim: Any) -> list[tuple[int, ...]]:
-    """``obs_dim`` as a list of per-observation shapes (BehaviorSpec order and layout)."""
-    if isinstance(obs_dim, int):
-        return [(obs_dim,)]
-    items = list(obs_dim)
-    if items and all(isinstance(i, int) for i in items):
-        return [(i,) for i in items]  # several vector observations, by size
-    return [tuple(int(s) for s in shape) for shape in items]
-
-
 class UnityPolicy(nn.Module):
     """Wraps ``module`` with ML-Agents' inputs and outputs (see the module docstring)."""
 
     def __init__(self, module: nn.Module, obs_shapes: Sequence[tuple[int, ...]],
-                 continuous_size: int, discrete_branches: Sequence[int]):
+                 continuous_size: int, discrete_branches: Sequence[int],
+                 visual_scale: float = 1.0):
         super().__init__()
         self.policy = module
         self.num_obs = len(obs_shapes)
+        self.visual_scale = float(visual_scale)
         self.continuous_size = int(continuous_size)
         self.discrete_branches = tuple(int(b) for b in discrete_branches)
         f32 = torch.float32
@@ -107,21 +101,18 @@ class UnityPolicy(nn.Module):
                              torch.tensor([list(self.discrete_branches)], dtype=f32))
 
     def forward(self, *inputs: torch.Tensor):
-        observations = []
-        for o in inputs[:self.num_obs]:
-            if o.dim() == 4:
-                # Unity feeds visual observations NCHW in [0, 1]; the trainers saw them as uint8
-                # values (UnityVecEnv/AgentStream), CHW, flattened (collector.flat_obs).
-                o = (o * 255.0).flatten(1)
-            observations.append(o)
-        obs = observations[0] if self.num_obs == 1 else torch.cat(observations, dim=1)
-        masks = inputs[self.num_obs] if self.discrete_branches else None
+        observations = list(inputs[:self.num_obs])
+        if self.visual_scale != 1.0:
+            observations = [o * self.visual_scale if o.dim() == 4 else o for o in observations]
+        if self.discrete_branches:
+            observations.append(inputs[self.num_obs])  # action_masks
+        out = self.policy(*observations)
         if self.continuous_size and self.discrete_branches:
-            continuous, discrete = self.policy(obs, masks)
+            continuous, discrete = out
         elif self.continuous_size:
-            continuous, discrete = self.policy(obs), None
+            continuous, discrete = out, None
         else:
-            continuous, discrete = None, self.policy(obs, masks)
+            continuous, discrete = None, out
         out = [self.version_number, self.memory_size_vector]
         if continuous is not None:
             continuous = continuous.to(torch.float32)
@@ -144,23 +135,27 @@ def output_names(continuous_size: int, discrete_branches: Sequence[int]) -> list
     return names
 
 
-def export_onnx(module: nn.Module, obs_dim: Any, action_spec: Any,
-                path: str | os.PathLike, *, opset: int = DEFAULT_OPSET) -> Path:
+def export_onnx(module: nn.Module, obs_shapes: Any, action_spec: Any,
+                path: str | os.PathLike, *, opset: int = DEFAULT_OPSET,
+                visual_scale: float = 1.0) -> Path:
     """Writes ``module`` as a Unity-ready ONNX file at ``path``; returns the path.
 
-    ``obs_dim``: the flat observation size (int), a list of vector-observation sizes (one ONNX
-    input each), or a list of BehaviorSpec shapes (3-D shapes are visual, channels-first).
-    ``action_spec``: anything with ``continuous_size`` and ``discrete_branches`` (mlagents_envs'
-    ``ActionSpec`` fits). The file is written atomically (temp file, then rename).
+    ``obs_shapes``: the BehaviorSpec's observation shapes (3-D shapes are visual,
+    channels-first), one ONNX input each; an int is one vector observation of that size and a
+    list of ints several vector observations. ``action_spec``: anything with
+    ``continuous_size`` and ``discrete_branches`` (mlagents_envs' ``ActionSpec`` fits).
+    ``visual_scale`` multiplies the [0, 1] images Unity feeds before ``module`` (1: none).
+    The file is written atomically (temp file, then rename).
     """
+    from unity_rl.algos.encoders import as_obs_shapes
     from unity_rl.checkpoint import atomic_write
 
     continuous_size = int(getattr(action_spec, "continuous_size", 0))
     branches = tuple(int(b) for b in (getattr(action_spec, "discrete_branches", ()) or ()))
     if not continuous_size and not branches:
         raise ValueError("the action spec has neither continuous actions nor discrete branches")
-    shapes = _obs_shapes(obs_dim)
-    wrapper = UnityPolicy(module, shapes, continuous_size, branches).cpu().eval()
+    shapes = as_obs_shapes(obs_shapes)
+    wrapper = UnityPolicy(module, shapes, continuous_size, branches, visual_scale).cpu().eval()
 
     dummy = [torch.zeros((1, *onnx_obs_shape(s))) for s in shapes]
     inputs = [TensorNames.observation(i) for i in range(len(shapes))]
@@ -183,6 +178,9 @@ def export_onnx(module: nn.Module, obs_dim: Any, action_spec: Any,
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             warnings.simplefilter("ignore", FutureWarning)
+            # Python ints read from the non-batch input sizes (concat_inputs) are static by
+            # design; only the batch axis is dynamic.
+            warnings.simplefilter("ignore", torch.jit.TracerWarning)
             torch.onnx.export(wrapper, tuple(dummy), f, dynamo=False, opset_version=opset,
                               input_names=inputs, output_names=outputs, dynamic_axes=dynamic,
                               do_constant_folding=True, export_params=True)
@@ -244,10 +242,11 @@ def load_policy(path: str | os.PathLike, run_dir: str | os.PathLike | None = Non
     network = NetworkConfig(**dict(state["network"]))
     try:
         if state["trainer_type"] == "ddpg":
-            module = _ddpg_module(state, int(state["obs_dim"]), spec, network)
+            module = _ddpg_module(state, spec, network)
         else:
-            policy = PPOPolicy(int(state["obs_dim"]), spec, network)
-            policy.load_weights(_ppo_weights(state))
+            weights = _ppo_weights(state)
+            policy = PPOPolicy(_network_shapes(state, weights), spec, network)
+            policy.load_weights(weights)
             module = policy.export_module()
     except (KeyError, RuntimeError, ValueError) as err:
         raise CheckpointError(f"'{path}': the saved weights do not fit the saved network "
@@ -259,15 +258,21 @@ def load_policy(path: str | os.PathLike, run_dir: str | os.PathLike | None = Non
                         action_spec=spec, agent_steps=int(state.get("agent_steps", 0)))
 
 
+def _network_shapes(state: dict, weights: dict):
+    """The observation shapes the saved network was built from: recorded with its weights, or
+    (older files) one flat vector of ``obs_dim`` (the network was an MLP on the flat row)."""
+    return weights.get("obs_shapes") or int(state["obs_dim"])
+
+
 def _ppo_weights(state: dict) -> dict:
     if state.get("weights") is not None:
         return state["weights"]
     learner = state["learner"]
     return {"model": learner["model"], "normalizer": learner["normalizer"],
-            "version": learner.get("version", 0)}
+            "version": learner.get("version", 0), "obs_shapes": learner.get("obs_shapes")}
 
 
-def _ddpg_module(state: dict, obs_dim: int, spec, network):
+def _ddpg_module(state: dict, spec, network):
     """The deterministic DDPG actor (normalisation folded in) from a .pt or a checkpoint."""
     from unity_rl.algos.ddpg import DDPGConfig, DDPGPolicy, ExportedActor
 
@@ -275,11 +280,12 @@ def _ddpg_module(state: dict, obs_dim: int, spec, network):
     if weights is None:  # a training checkpoint: the learner state, possibly inside its host's
         learner = state["learner"]
         weights = learner if "actor" in learner else learner["ddpg"]
-    policy = DDPGPolicy(obs_dim, spec, DDPGConfig(), network.hidden_units, network.num_layers,
-                        network.normalize)
+    policy = DDPGPolicy(_network_shapes(state, weights), spec, DDPGConfig(), network.hidden_units,
+                        network.num_layers, network.normalize,
+                        vis_encode_type=network.vis_encode_type)
     policy.load_weights({"actor": weights["actor"], "normalizer": weights["normalizer"],
                          "version": weights.get("version", 0)})
-    return ExportedActor(policy.actor, policy.normalizer, obs_dim)
+    return ExportedActor(policy.actor, policy.normalizer)
 
 
 def export_checkpoint(path: str | os.PathLike, output: str | os.PathLike | None = None, *,

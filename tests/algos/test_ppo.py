@@ -192,8 +192,8 @@ def test_weights_are_detached_cpu_copies():
 
 
 def test_bad_action_specs_and_config_values_are_rejected():
-    with pytest.raises(ValueError, match="not both"):
-        PPOPolicy(2, SimpleNamespace(continuous_size=1, discrete_branches=(2,)), NetworkConfig())
+    with pytest.raises(ValueError, match="neither"):
+        PPOPolicy(2, SimpleNamespace(continuous_size=0, discrete_branches=()), NetworkConfig())
     with pytest.raises(ValueError, match="ppo.clip_coef"):
         PPOConfig(clip_coef=1.5)
     with pytest.raises(ValueError, match="ppo.buffer_size must be an int >= batch_size"):

@@ -8,6 +8,11 @@ Truncation: the target is y = r + γ(1 − terminated)·Q'(s', μ'(s')).  When U
 episode (max step reached) ``terminated`` is 0 and s' is the final observation, so the target
 still bootstraps (CleanRL's DDPG drops this bootstrap; see Pardo et al. 2018, arXiv:1712.00378).
 
+Observations: flat float32 rows (every observation flattened, in BehaviorSpec order, as the replay
+buffer stores them); actor and critic each split rows with their own ``ObservationEncoder``
+(images through the ``vis_encode_type`` encoder, vectors as they are); only vector columns are
+normalised.  No process-wide torch state is set (no global seed, no thread count).
+
 Actions: continuous only, in Unity's bounds [-1, 1]: the actor ends in tanh.  Exploration adds
 Gaussian or per-agent Ornstein–Uhlenbeck noise and clips to the bounds; during warm-up the actor
 side plays uniform random actions (``DDPGPolicy.explore``).
@@ -23,15 +28,16 @@ import numpy as np
 import torch
 from torch import nn
 
-from unity_rl.algos.nets import mlp, set_torch_threads
+from unity_rl.algos.ddpg_nets import (ACTION_HIGH, ACTION_LOW, Actor, ExportedActor, QNetwork,
+                                      cpu_state, soft_update, td_target)
+from unity_rl.algos.encoders import ObservationLayout, ObsShapesLike
+from unity_rl.algos.nets import NetworkConfig, seeded_init
 from unity_rl.algos.noise import ActionNoise, make_noise
-from unity_rl.algos.normalizer import RunningNormalizer
 from unity_rl.algos.types import TransitionBatch
 
-ACTION_LOW = -1.0
-"""Lower bound of every continuous action Unity accepts."""
-ACTION_HIGH = 1.0
-"""Upper bound of every continuous action Unity accepts."""
+__all__ = ["DDPGConfig", "DDPGPolicy", "DDPGLearner", "Actor", "QNetwork", "ExportedActor",
+           "td_target", "soft_update", "updates_owed", "continuous_action_size",
+           "ACTION_LOW", "ACTION_HIGH"]
 
 
 @dataclass(frozen=True)
@@ -124,69 +130,6 @@ def continuous_action_size(action_spec: Any) -> int:
     return size
 
 
-# -- networks ----------------------------------------------------------------------------------
-class Actor(nn.Module):
-    """μ(s): MLP with ReLU, tanh output scaled to [low, high]; takes normalised observations."""
-
-    def __init__(self, obs_dim: int, act_dim: int, hidden_units: int, num_layers: int,
-                 low: float = ACTION_LOW, high: float = ACTION_HIGH):
-        super().__init__()
-        self.net = mlp(obs_dim, hidden_units, num_layers, act_dim, out_std=0.01,
-                       activation=nn.ReLU)
-        self.register_buffer("action_scale", torch.tensor((high - low) / 2.0))
-        self.register_buffer("action_bias", torch.tensor((high + low) / 2.0))
-
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return torch.tanh(self.net(obs)) * self.action_scale + self.action_bias
-
-
-class QNetwork(nn.Module):
-    """Q(s, a): MLP with ReLU over [normalised s, a]."""
-
-    def __init__(self, obs_dim: int, act_dim: int, hidden_units: int, num_layers: int):
-        super().__init__()
-        self.net = mlp(obs_dim + act_dim, hidden_units, num_layers, 1, out_std=1.0,
-                       activation=nn.ReLU)
-
-    def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        return self.net(torch.cat([obs, actions], dim=-1)).squeeze(-1)
-
-
-class ExportedActor(nn.Module):
-    """Deterministic obs -> action for inference (ONNX): normalisation folded in as constants."""
-
-    def __init__(self, actor: Actor, normalizer: RunningNormalizer | None, obs_dim: int):
-        super().__init__()
-        self.actor = copy.deepcopy(actor).cpu().eval()
-        if normalizer is None:
-            mean, std, clip = np.zeros(obs_dim), np.ones(obs_dim), np.inf
-        else:
-            mean = normalizer.mean
-            std = np.sqrt(normalizer.var + normalizer.epsilon)
-            clip = normalizer.clip
-        self.register_buffer("obs_mean", torch.as_tensor(mean, dtype=torch.float32))
-        self.register_buffer("obs_std", torch.as_tensor(std, dtype=torch.float32))
-        self.clip = float(clip)
-
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        obs = (obs - self.obs_mean) / self.obs_std
-        if np.isfinite(self.clip):
-            obs = torch.clamp(obs, -self.clip, self.clip)
-        return self.actor(obs)
-
-
-def td_target(b_rewards: torch.Tensor, b_terminated: torch.Tensor, b_next_obs: torch.Tensor,
-              actor_target: nn.Module, critic_target: nn.Module, gamma: float) -> torch.Tensor:
-    """y = r + γ(1 − terminated)·Q'(s', μ'(s')) — bootstraps on truncation (terminated = 0)."""
-    with torch.no_grad():
-        next_q = critic_target(b_next_obs, actor_target(b_next_obs))
-        return b_rewards + gamma * (1.0 - b_terminated) * next_q
-
-
-def _cpu_state(module: nn.Module) -> dict[str, torch.Tensor]:
-    return {k: v.detach().cpu().clone() for k, v in module.state_dict().items()}
-
-
 # -- actor side --------------------------------------------------------------------------------
 class DDPGPolicy:
     """The acting copy of μ: normalises, adds exploration noise, clips to the action bounds.
@@ -196,21 +139,25 @@ class DDPGPolicy:
     actor-side initial priorities (Ape-X).
     """
 
-    def __init__(self, obs_dim: int, action_spec: Any, ddpg_cfg: DDPGConfig, hidden_units: int,
-                 num_layers: int, normalize: bool, seed: int | None = None,
-                 device: str = "cpu"):
+    def __init__(self, obs_shapes: ObsShapesLike, action_spec: Any, ddpg_cfg: DDPGConfig,
+                 hidden_units: int, num_layers: int, normalize: bool, seed: int | None = None,
+                 device: str = "cpu", vis_encode_type: str = "simple"):
         self.cfg = ddpg_cfg
-        self.obs_dim = obs_dim
+        self.layout = ObservationLayout(obs_shapes)
+        self.obs_shapes = self.layout.obs_shapes
+        self.obs_dim = self.layout.obs_dim
         self.act_dim = continuous_action_size(action_spec)
         self.device = torch.device(device)
         self.version = -1
         """Version of the loaded weights (-1: none loaded yet)."""
-        self.actor = Actor(obs_dim, self.act_dim, hidden_units, num_layers).to(self.device).eval()
+        network = NetworkConfig(normalize, hidden_units, num_layers, vis_encode_type)
+        self._net_args = (self.obs_shapes, self.act_dim, network)
+        with seeded_init(0 if seed is None else seed):  # weights arrive later: leave global RNG be
+            self.actor = Actor(*self._net_args).to(self.device).eval()
         self.critic: QNetwork | None = None
         self.actor_target: Actor | None = None
         self.critic_target: QNetwork | None = None
-        self._net_args = (obs_dim, self.act_dim, hidden_units, num_layers)
-        self.normalizer = RunningNormalizer((obs_dim,)) if normalize else None
+        self.normalizer = self.layout.make_normalizer(normalize)
         self.rng = np.random.default_rng(seed)
         self.noise: ActionNoise = make_noise(ddpg_cfg.exploration_noise, self.act_dim,
                                              ddpg_cfg.noise_sigma * (ACTION_HIGH - ACTION_LOW) / 2,
@@ -218,6 +165,10 @@ class DDPGPolicy:
 
     def load_weights(self, weights: dict) -> None:
         """Loads ``DDPGLearner.weights()`` (actor, normaliser, version; critic if present)."""
+        got = weights.get("obs_shapes")
+        if got is not None and tuple(tuple(s) for s in got) != self.obs_shapes:
+            raise ValueError(f"these weights are for observation shapes {tuple(got)}, this "
+                             f"policy was built for {self.obs_shapes}")
         self.actor.load_state_dict(weights["actor"])
         if self.normalizer is not None:
             self.normalizer.load_state_dict(weights["normalizer"])
@@ -232,10 +183,7 @@ class DDPGPolicy:
         self.version = int(weights["version"])
 
     def _obs_tensor(self, obs: np.ndarray) -> torch.Tensor:
-        obs = np.asarray(obs, np.float32)
-        if self.normalizer is not None:
-            obs = self.normalizer.normalize(obs)
-        return torch.as_tensor(obs, device=self.device)
+        return torch.as_tensor(self.layout.normalize(self.normalizer, obs), device=self.device)
 
     @torch.no_grad()
     def act(self, obs: np.ndarray, noise: bool = True,
@@ -289,27 +237,30 @@ class DDPGPolicy:
 class DDPGLearner:
     """Owns μ, Q, their targets, the optimisers and the authoritative observation normaliser."""
 
-    def __init__(self, obs_dim: int, action_spec: Any, ddpg_cfg: DDPGConfig, hidden_units: int,
-                 num_layers: int, normalize: bool, device: str = "cpu", num_threads: int = 1,
-                 seed: int | None = None):
+    def __init__(self, obs_shapes: ObsShapesLike, action_spec: Any, ddpg_cfg: DDPGConfig,
+                 hidden_units: int, num_layers: int, normalize: bool, device: str = "cpu",
+                 num_threads: int | None = None, seed: int | None = None,
+                 vis_encode_type: str = "simple"):
+        del num_threads  # accepted for the runtime's callers; a learner sets no process-wide state
         self.cfg = ddpg_cfg
-        self.obs_dim = obs_dim
+        self.layout = ObservationLayout(obs_shapes)
+        self.obs_shapes = self.layout.obs_shapes
+        self.obs_dim = self.layout.obs_dim
         self.act_dim = continuous_action_size(action_spec)
         self.hidden_units = hidden_units
         self.num_layers = num_layers
+        self.vis_encode_type = vis_encode_type
         self.device = torch.device(device)
-        set_torch_threads(num_threads)
-        with torch.random.fork_rng(devices=[]):  # seed the init without touching global RNG
-            if seed is not None:
-                torch.manual_seed(seed)
-            self.actor = Actor(obs_dim, self.act_dim, hidden_units, num_layers).to(self.device)
-            self.critic = QNetwork(obs_dim, self.act_dim, hidden_units, num_layers).to(self.device)
+        network = NetworkConfig(normalize, hidden_units, num_layers, vis_encode_type)
+        with seeded_init(seed):  # seed-reproducible init without touching torch's global RNG
+            self.actor = Actor(self.obs_shapes, self.act_dim, network).to(self.device)
+            self.critic = QNetwork(self.obs_shapes, self.act_dim, network).to(self.device)
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=ddpg_cfg.actor_lr)
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=ddpg_cfg.critic_lr,
                                                  weight_decay=ddpg_cfg.critic_weight_decay)
-        self.normalizer = RunningNormalizer((obs_dim,)) if normalize else None
+        self.normalizer = self.layout.make_normalizer(normalize)
         self.updates = 0
         """Gradient updates done (critic steps); also the weights' version."""
         self.last_policy_loss = 0.0
@@ -321,10 +272,7 @@ class DDPGLearner:
         return torch.as_tensor(np.asarray(x, np.float32), device=self.device)
 
     def _obs_tensor(self, obs: np.ndarray) -> torch.Tensor:
-        obs = np.asarray(obs, np.float32)
-        if self.normalizer is not None:
-            obs = self.normalizer.normalize(obs)
-        return self._tensor(obs)
+        return self._tensor(self.layout.normalize(self.normalizer, obs))
 
     def td_target(self, batch: TransitionBatch) -> np.ndarray:
         """[n] TD targets y of ``batch`` under the current target networks (no update)."""
@@ -341,8 +289,7 @@ class DDPGLearner:
         tracks the replay distribution).  Leaves |TD errors| in ``self.td_errors``.
         """
         cfg = self.cfg
-        if self.normalizer is not None:
-            self.normalizer.update(np.asarray(batch.obs, np.float64))
+        self.layout.update(self.normalizer, batch.obs)  # vector columns only
         b_obs = self._obs_tensor(batch.obs)
         b_next_obs = self._obs_tensor(batch.next_obs)
         b_actions = self._tensor(batch.actions)
@@ -390,26 +337,27 @@ class DDPGLearner:
         """CPU copies for actors: actor, normaliser state, version (and critic + targets)."""
         weights: dict[str, Any] = {
             "version": self.updates,
-            "actor": _cpu_state(self.actor),
+            "obs_shapes": self.obs_shapes,
+            "actor": cpu_state(self.actor),
             "normalizer": None if self.normalizer is None else self.normalizer.state_dict(),
         }
         if include_critic:
-            weights["critic"] = _cpu_state(self.critic)
-            weights["actor_target"] = _cpu_state(self.actor_target)
-            weights["critic_target"] = _cpu_state(self.critic_target)
+            weights["critic"] = cpu_state(self.critic)
+            weights["actor_target"] = cpu_state(self.actor_target)
+            weights["critic_target"] = cpu_state(self.critic_target)
         return weights
 
     def make_policy(self, seed: int | None = None) -> DDPGPolicy:
         """An actor-side policy of the same shape, loaded with the current weights."""
-        policy = DDPGPolicy(self.obs_dim, _ContinuousSpec(self.act_dim), self.cfg,
+        policy = DDPGPolicy(self.obs_shapes, _ContinuousSpec(self.act_dim), self.cfg,
                             self.hidden_units, self.num_layers, self.normalizer is not None,
-                            seed=seed)
+                            seed=seed, vis_encode_type=self.vis_encode_type)
         policy.load_weights(self.weights())
         return policy
 
     def export_module(self) -> nn.Module:
-        """Deterministic obs -> action module on CPU with normalisation folded in (ONNX)."""
-        return ExportedActor(self.actor, self.normalizer, self.obs_dim)
+        """Deterministic observations -> action module on CPU, normalisation folded in (ONNX)."""
+        return ExportedActor(self.actor, self.normalizer)
 
     def state_dict(self) -> dict:
         """Everything to resume: networks, targets, optimisers, normaliser, counters.
@@ -427,6 +375,7 @@ class DDPGLearner:
             "normalizer": None if self.normalizer is None else self.normalizer.state_dict(),
             "updates": self.updates,
             "last_policy_loss": self.last_policy_loss,
+            "obs_shapes": self.obs_shapes,
         })
 
     def load_state_dict(self, state: dict) -> None:
@@ -443,14 +392,6 @@ class DDPGLearner:
         self.updates = int(state["updates"])
         self.last_policy_loss = float(state["last_policy_loss"])
 
-
-@torch.no_grad()
-def soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
-    """Polyak averaging θ' ← τθ + (1 − τ)θ' over parameters (buffers are copied)."""
-    for t, s in zip(target.parameters(), source.parameters()):
-        t.lerp_(s, tau)
-    for t, s in zip(target.buffers(), source.buffers()):
-        t.copy_(s)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 Pure numpy state so that actors and the learner can share it as plain arrays; the learner owns
 the authoritative copy, updates it from the data it trains on, and ships it with the weights.
+Learners and policies keep one over the *vector* (rank-1) columns of the flat observation row
+only (``encoders.ObservationLayout.update`` / ``normalize``); images are never normalised.
 """
 from __future__ import annotations
 

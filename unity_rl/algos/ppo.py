@@ -5,14 +5,21 @@ Two roles share one network class:
   any order: rows are independent) and loads the weights the learner publishes.
 - ``PPOLearner`` owns the authoritative network, optimiser and observation normaliser; it turns a
   list of ``Trajectory`` into one PPO update and returns metrics named like ML-Agents' TensorBoard
-  tags.  It performs no I/O and starts no process or thread of its own.
+  tags.  It performs no I/O, starts no process or thread of its own and sets no process-wide
+  torch state (no global seed, no thread count).
+
+Observations: flat float32 rows (every observation flattened, in BehaviorSpec order); both roles
+take the observation *shapes* and split rows inside the network (``encoders.py``: images through
+the ``vis_encode_type`` encoder, vectors as they are; only vector columns are normalised).
 
 Choices that differ between implementations, and the one made here:
 - separate actor and critic trunks (ML-Agents' default, ``shared_critic: false``);
 - Gaussian policy with a state-independent log-std; actions are sampled *unclipped* and the
   environment receives ``clip(a, -1, 1)``, so log-probabilities stay those of the sampled action
   (clipping before the log-prob biases the gradient, Fujita & Maeda 2018, arXiv:1802.07564);
-- categorical per discrete branch, with disallowed actions' logits masked out;
+- categorical per discrete branch, with disallowed actions' logits masked out; hybrid behaviors
+  (continuous + discrete) get both heads on one actor trunk, log π = Gaussian + Σ branches,
+  and action rows [n, C + B] (``Trajectory.actions``);
 - values of ``obs`` and ``last_obs`` are recomputed with the current critic before GAE, which
   also makes the value-clipping anchor the pre-update critic even for stale (async) data;
 - advantages are normalised per minibatch (Andrychowicz et al. 2021, arXiv:2006.05990);
@@ -22,18 +29,24 @@ Choices that differ between implementations, and the one made here:
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import torch
 from torch import nn
 
+from unity_rl.algos.distributions import DiagGaussian, HybridDistribution, MaskedMultiCategorical
+from unity_rl.algos.encoders import ObservationLayout, ObsShapesLike
 from unity_rl.algos.gae import compute_gae
-from unity_rl.algos.nets import NetworkConfig, mlp, set_torch_threads
-from unity_rl.algos.normalizer import RunningNormalizer
+from unity_rl.algos.nets import NetworkConfig, seeded_init, set_torch_threads
+from unity_rl.algos.ppo_model import (ActionSpecLike, ActorCritic, DeterministicActor,
+                                      check_obs_shapes, load_normalizer, normalizer_state)
 from unity_rl.algos.types import Trajectory
+
+__all__ = ["PPOConfig", "PPOPolicy", "PPOLearner", "ActorCritic", "DeterministicActor",
+           "ActionSpecLike", "DiagGaussian", "MaskedMultiCategorical", "HybridDistribution",
+           "decayed", "clipped_surrogate_loss", "value_loss"]
 
 Schedule = Literal["linear", "constant"]
 
@@ -108,13 +121,6 @@ class PPOConfig:
         check(is_int(self.max_steps) and self.max_steps >= 1, "max_steps", "an int >= 1")
 
 
-class ActionSpecLike(Protocol):
-    """What PPO needs of an action spec; mlagents_envs' ``ActionSpec`` fits."""
-
-    continuous_size: int
-    discrete_branches: tuple[int, ...]
-
-
 # ----------------------------------------------------------------------------------------------
 # Schedules and losses (short pure functions, tested on their own)
 # ----------------------------------------------------------------------------------------------
@@ -150,202 +156,56 @@ def value_loss(newvalue: torch.Tensor, oldvalue: torch.Tensor, returns: torch.Te
 
 
 # ----------------------------------------------------------------------------------------------
-# Action distributions
-# ----------------------------------------------------------------------------------------------
-
-_LOG_2PI = math.log(2.0 * math.pi)
-_MASKED_LOGIT = -1e8
-
-
-class DiagGaussian:
-    """Independent Gaussians N(μ, σ²) per action dimension; log-prob and entropy summed."""
-
-    def __init__(self, mean: torch.Tensor, log_std: torch.Tensor):
-        self.mean = mean
-        self.log_std = log_std.expand_as(mean)
-
-    def sample(self, generator: torch.Generator | None = None) -> torch.Tensor:
-        noise = torch.randn(self.mean.shape, generator=generator, dtype=self.mean.dtype,
-                            device=self.mean.device)
-        return self.mean + self.log_std.exp() * noise
-
-    def mode(self) -> torch.Tensor:
-        return self.mean
-
-    def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
-        z = (actions - self.mean) * torch.exp(-self.log_std)
-        return (-0.5 * z**2 - self.log_std - 0.5 * _LOG_2PI).sum(-1)
-
-    def entropy(self) -> torch.Tensor:
-        return (0.5 + 0.5 * _LOG_2PI + self.log_std).sum(-1)
-
-
-class MaskedMultiCategorical:
-    """One categorical per discrete branch; disallowed actions get probability 0."""
-
-    def __init__(self, logits: torch.Tensor, branches: Sequence[int], masks: torch.Tensor | None):
-        if masks is not None:
-            logits = logits.masked_fill(~masks, _MASKED_LOGIT)
-        self.log_probs = [branch - branch.logsumexp(-1, keepdim=True)
-                          for branch in logits.split(list(branches), dim=-1)]
-
-    def sample(self, generator: torch.Generator | None = None) -> torch.Tensor:
-        return torch.stack([torch.multinomial(lp.exp(), 1, generator=generator).squeeze(-1)
-                            for lp in self.log_probs], dim=-1)
-
-    def mode(self) -> torch.Tensor:
-        return torch.stack([lp.argmax(-1) for lp in self.log_probs], dim=-1)
-
-    def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
-        return sum(lp.gather(-1, actions[:, b:b + 1]).squeeze(-1)
-                   for b, lp in enumerate(self.log_probs))
-
-    def entropy(self) -> torch.Tensor:
-        return sum(-(lp.exp() * lp).sum(-1) for lp in self.log_probs)
-
-
-# ----------------------------------------------------------------------------------------------
-# Network
-# ----------------------------------------------------------------------------------------------
-
-def _action_layout(action_spec: ActionSpecLike) -> tuple[int, tuple[int, ...]]:
-    continuous_size = int(action_spec.continuous_size)
-    branches = tuple(int(b) for b in action_spec.discrete_branches)
-    if continuous_size and branches:
-        raise ValueError("PPO supports continuous or discrete actions, not both in one behavior "
-                         f"(got {continuous_size} continuous and branches {branches})")
-    if not continuous_size and not branches:
-        raise ValueError("the action spec has neither continuous actions nor discrete branches")
-    return continuous_size, branches
-
-
-class ActorCritic(nn.Module):
-    """Actor and critic MLPs with separate trunks; inputs are already-normalised observations."""
-
-    def __init__(self, obs_dim: int, action_spec: ActionSpecLike, network: NetworkConfig,
-                 log_std_init: float = 0.0):
-        super().__init__()
-        self.continuous_size, self.discrete_branches = _action_layout(action_spec)
-        hidden, layers = network.hidden_units, network.num_layers
-        self.critic = mlp(obs_dim, hidden, layers, 1, out_std=1.0)
-        if self.continuous_size:
-            self.actor_mean = mlp(obs_dim, hidden, layers, self.continuous_size, out_std=0.01)
-            self.actor_logstd = nn.Parameter(torch.full((self.continuous_size,), float(log_std_init)))
-        else:
-            self.actor_logits = mlp(obs_dim, hidden, layers, sum(self.discrete_branches), out_std=0.01)
-
-    def get_value(self, x: torch.Tensor) -> torch.Tensor:
-        """V(s): [n]."""
-        return self.critic(x).squeeze(-1)
-
-    def distribution(self, x: torch.Tensor, action_masks: torch.Tensor | None = None):
-        """π(·|s) for each row."""
-        if self.continuous_size:
-            return DiagGaussian(self.actor_mean(x), self.actor_logstd)
-        return MaskedMultiCategorical(self.actor_logits(x), self.discrete_branches, action_masks)
-
-
-class DeterministicActor(nn.Module):
-    """Export module: raw obs [n, obs_dim] -> deterministic action, normalisation folded in.
-
-    Continuous: clip(μ(s), −1, 1) as float32 [n, A].  Discrete: the most likely allowed action per
-    branch as int64 [n, B]; ``action_masks`` ([n, sum(branches)], nonzero = allowed) is optional.
-    """
-
-    def __init__(self, model: ActorCritic, normalizer: RunningNormalizer | None, obs_dim: int):
-        super().__init__()
-        self.continuous_size = model.continuous_size
-        self.discrete_branches = model.discrete_branches
-        if self.continuous_size:
-            self.actor = copy.deepcopy(model.actor_mean).cpu()
-        else:
-            self.actor = copy.deepcopy(model.actor_logits).cpu()
-        if normalizer is not None:
-            mean = torch.as_tensor(normalizer.mean, dtype=torch.float32)
-            std = torch.as_tensor(np.sqrt(normalizer.var + normalizer.epsilon), dtype=torch.float32)
-            clip = float(normalizer.clip)
-        else:
-            mean, std, clip = torch.zeros(obs_dim), torch.ones(obs_dim), math.inf
-        self.register_buffer("obs_mean", mean)
-        self.register_buffer("obs_std", std)
-        self.obs_clip = clip
-        self.eval()
-
-    def forward(self, obs: torch.Tensor, action_masks: torch.Tensor | None = None) -> torch.Tensor:
-        x = (obs - self.obs_mean) / self.obs_std
-        if math.isfinite(self.obs_clip):
-            x = torch.clamp(x, -self.obs_clip, self.obs_clip)
-        out = self.actor(x)
-        if self.continuous_size:
-            return torch.clamp(out, -1.0, 1.0)
-        if action_masks is not None:
-            out = out.masked_fill(action_masks <= 0, _MASKED_LOGIT)
-        return torch.stack([branch.argmax(-1) for branch in out.split(list(self.discrete_branches), -1)], -1)
-
-
-def _normalizer_state(normalizer: RunningNormalizer | None) -> dict | None:
-    """Normaliser state as tensors and floats (loadable with ``torch.load(weights_only=True)``)."""
-    if normalizer is None:
-        return None
-    return {"mean": torch.from_numpy(normalizer.mean.copy()),
-            "var": torch.from_numpy(normalizer.var.copy()),
-            "count": float(normalizer.count)}
-
-
-def _load_normalizer(normalizer: RunningNormalizer | None, state: dict | None) -> None:
-    if (normalizer is None) != (state is None):
-        raise ValueError("observation normalisation differs between these weights and this network "
-                         "(network_settings.normalize)")
-    if normalizer is not None:
-        normalizer.load_state_dict({
-            "mean": state["mean"].numpy() if torch.is_tensor(state["mean"]) else state["mean"],
-            "var": state["var"].numpy() if torch.is_tensor(state["var"]) else state["var"],
-            "count": float(state["count"])})
-
-
-# ----------------------------------------------------------------------------------------------
 # Actor side
 # ----------------------------------------------------------------------------------------------
 
 class PPOPolicy:
     """The acting copy of the policy, fed by ``PPOLearner.weights()``.
 
-    ``act`` takes one row per agent that requested a decision; rows are independent, so agent
-    order and count may change from call to call.  ``version`` is that of the loaded weights
-    (-1 until ``load_weights`` is called).
+    ``act`` takes one flat row per agent that requested a decision; rows are independent, so
+    agent order and count may change from call to call.  ``version`` is that of the loaded
+    weights (-1 until ``load_weights`` is called).  ``obs_shapes``: the BehaviorSpec's
+    observation shapes (an int ``d`` means one vector observation of size ``d``).
+    ``num_threads``, when given, sets torch's intra-op threads of the *acting process* (the
+    runtime's choice for its actor processes; learners never do this).
     """
 
-    def __init__(self, obs_dim: int, action_spec: ActionSpecLike, network_cfg: NetworkConfig,
-                 seed: int | None = None, num_threads: int | None = None):
+    def __init__(self, obs_shapes: ObsShapesLike, action_spec: ActionSpecLike,
+                 network_cfg: NetworkConfig, seed: int | None = None,
+                 num_threads: int | None = None):
         if num_threads is not None:
             set_torch_threads(num_threads)
-        self.obs_dim = obs_dim
-        self.model = ActorCritic(obs_dim, action_spec, network_cfg)
+        self.layout = ObservationLayout(obs_shapes)
+        self.obs_shapes = self.layout.obs_shapes
+        self.obs_dim = self.layout.obs_dim
+        with seeded_init(0 if seed is None else seed):  # weights arrive later: leave global RNG be
+            self.model = ActorCritic(self.obs_shapes, action_spec, network_cfg)
         self.model.eval()
-        self.normalizer = RunningNormalizer((obs_dim,)) if network_cfg.normalize else None
+        self.normalizer = self.layout.make_normalizer(network_cfg.normalize)
         self.generator = torch.Generator()
         self.generator.manual_seed(int(seed) if seed is not None else int(torch.seed()))
         self.version = -1
 
     def load_weights(self, weights: dict) -> None:
         """Loads a ``PPOLearner.weights()`` dict (network, normaliser state, version)."""
+        check_obs_shapes(self.obs_shapes, weights)
         self.model.load_state_dict(weights["model"])
-        _load_normalizer(self.normalizer, weights["normalizer"])
+        load_normalizer(self.normalizer, weights["normalizer"])
         self.version = int(weights["version"])
 
     def _input(self, obs: np.ndarray) -> torch.Tensor:
         obs = np.asarray(obs, np.float32).reshape(-1, self.obs_dim)
-        if self.normalizer is not None:
-            obs = self.normalizer.normalize(obs)
-        return torch.from_numpy(obs)
+        return torch.from_numpy(self.layout.normalize(self.normalizer, obs))
 
     def act(self, obs: np.ndarray, action_mask: np.ndarray | None = None,
             deterministic: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """obs [n, obs_dim] -> (actions, logprobs [n] float32, values [n] float32).
 
-        Continuous actions are float32 [n, A] *unclipped* samples (send ``clip(a, -1, 1)`` to the
-        environment, store ``a``); discrete actions are int64 [n, branches].  ``action_mask`` is
-        bool [n, sum(branches)], True where allowed.  ``deterministic`` takes the mode.
+        Actions as ``Trajectory.actions``: continuous float32 [n, C] *unclipped* samples (send
+        ``clip(a, -1, 1)`` to the environment, store ``a``); discrete int64 [n, B]; hybrid float32
+        [n, C + B] (C unclipped continuous values, then B branch indices as floats).
+        ``action_mask`` is bool [n, sum(branches)], True where allowed.  ``deterministic``
+        takes the mode.
         """
         with torch.no_grad():
             x = self._input(obs)
@@ -362,8 +222,8 @@ class PPOPolicy:
             return self.model.get_value(self._input(obs)).numpy().astype(np.float32)
 
     def export_module(self) -> DeterministicActor:
-        """A deterministic torch module obs -> action with normalisation folded in (for ONNX)."""
-        return DeterministicActor(self.model, self.normalizer, self.obs_dim)
+        """A deterministic torch module observations -> action, normalisation folded in (ONNX)."""
+        return DeterministicActor(self.model, self.normalizer)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -371,21 +231,27 @@ class PPOPolicy:
 # ----------------------------------------------------------------------------------------------
 
 class PPOLearner:
-    """Owns the network, Adam optimiser and observation normaliser; one ``update`` per buffer."""
+    """Owns the network, Adam optimiser and observation normaliser; one ``update`` per buffer.
 
-    def __init__(self, obs_dim: int, action_spec: ActionSpecLike, ppo_cfg: PPOConfig,
+    ``obs_shapes`` as ``PPOPolicy``; ``seed`` makes the initial weights and the minibatch
+    shuffling reproducible; ``num_threads`` is accepted and ignored (the hosting process decides
+    torch's threads).
+    """
+
+    def __init__(self, obs_shapes: ObsShapesLike, action_spec: ActionSpecLike, ppo_cfg: PPOConfig,
                  network_cfg: NetworkConfig, device: str = "cpu", num_threads: int | None = None,
                  seed: int | None = None):
-        if num_threads is not None:
-            set_torch_threads(num_threads)
-        if seed is not None:
-            torch.manual_seed(seed)
+        del num_threads  # accepted for the runtime's callers; a learner sets no process-wide state
         self.cfg = ppo_cfg
-        self.obs_dim = obs_dim
+        self.layout = ObservationLayout(obs_shapes)
+        self.obs_shapes = self.layout.obs_shapes
+        self.obs_dim = self.layout.obs_dim
         self.device = torch.device(device)
-        self.model = ActorCritic(obs_dim, action_spec, network_cfg, ppo_cfg.log_std_init).to(self.device)
+        with seeded_init(seed):  # seed-reproducible init without touching torch's global RNG
+            self.model = ActorCritic(self.obs_shapes, action_spec, network_cfg,
+                                     ppo_cfg.log_std_init).to(self.device)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=ppo_cfg.learning_rate, eps=1e-5)
-        self.normalizer = RunningNormalizer((obs_dim,)) if network_cfg.normalize else None
+        self.normalizer = self.layout.make_normalizer(network_cfg.normalize)
         self.rng = np.random.default_rng(seed)
         self.version = 0
         """Incremented by each update; actors report the version they acted with."""
@@ -397,8 +263,9 @@ class PPOLearner:
     def weights(self) -> dict:
         """CPU copy for actors: {'model': state_dict, 'normalizer': state or None, 'version': int}."""
         return {"model": {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()},
-                "normalizer": _normalizer_state(self.normalizer),
-                "version": self.version}
+                "normalizer": normalizer_state(self.normalizer),
+                "version": self.version,
+                "obs_shapes": self.obs_shapes}
 
     def state_dict(self) -> dict:
         """Everything needed to resume: network, optimiser, normaliser, counters, shuffling RNG.
@@ -408,7 +275,8 @@ class PPOLearner:
         """
         return copy.deepcopy({"model": self.model.state_dict(),
                               "optimizer": self.optimizer.state_dict(),
-                              "normalizer": _normalizer_state(self.normalizer),
+                              "normalizer": normalizer_state(self.normalizer),
+                              "obs_shapes": self.obs_shapes,
                               "version": self.version,
                               "agent_steps_trained": self.agent_steps_trained,
                               "rng": self.rng.bit_generator.state})
@@ -416,16 +284,17 @@ class PPOLearner:
     def load_state_dict(self, state: dict) -> None:
         """Restores ``state_dict()``'s output (copied: later updates do not write into it)."""
         state = copy.deepcopy(state)
+        check_obs_shapes(self.obs_shapes, state)
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
-        _load_normalizer(self.normalizer, state["normalizer"])
+        load_normalizer(self.normalizer, state["normalizer"])
         self.version = int(state["version"])
         self.agent_steps_trained = int(state["agent_steps_trained"])
         self.rng.bit_generator.state = state["rng"]
 
     def export_module(self) -> DeterministicActor:
-        """A deterministic CPU torch module obs -> action with normalisation folded in (for ONNX)."""
-        return DeterministicActor(self.model, self.normalizer, self.obs_dim)
+        """A deterministic CPU module observations -> action, normalisation folded in (ONNX)."""
+        return DeterministicActor(self.model, self.normalizer)
 
     # -- the algorithm --------------------------------------------------------------------------
 
@@ -433,8 +302,7 @@ class PPOLearner:
         return torch.as_tensor(array, dtype=dtype, device=self.device)
 
     def _normalize(self, obs: np.ndarray) -> np.ndarray:
-        obs = np.asarray(obs, np.float32)
-        return self.normalizer.normalize(obs) if self.normalizer is not None else obs
+        return self.layout.normalize(self.normalizer, obs)
 
     def update(self, trajectories: list[Trajectory]) -> dict[str, float]:
         """One PPO update on these trajectories (any lengths; all rows are used)."""
@@ -449,8 +317,7 @@ class PPOLearner:
                                  for t in trajectories])
 
         # 1. Observation statistics first: values, advantages and ratios all see the same input.
-        if self.normalizer is not None:
-            self.normalizer.update(b_obs_raw)
+        self.layout.update(self.normalizer, b_obs_raw)  # vector columns only
         b_obs = self._tensor(self._normalize(b_obs_raw), torch.float32)
         last_obs = self._tensor(self._normalize(last_obs_raw), torch.float32)
 
@@ -473,14 +340,15 @@ class PPOLearner:
         b_returns = self._tensor(np.concatenate(returns), torch.float32)
         b_values = self._tensor(values, torch.float32)
         b_logprobs = self._tensor(np.concatenate([t.logprobs for t in trajectories]), torch.float32)
-        if self.model.continuous_size:
-            b_actions = self._tensor(np.concatenate([t.actions for t in trajectories]), torch.float32)
-            b_masks = None
-        else:
-            b_actions = self._tensor(np.concatenate([t.actions for t in trajectories]), torch.int64)
+        # actions: float32 rows when there is a continuous part (hybrid: C + B columns), else int64
+        branches = self.model.discrete_branches
+        b_actions = self._tensor(np.concatenate([t.actions for t in trajectories]),
+                                 torch.float32 if self.model.continuous_size else torch.int64)
+        b_masks = None
+        if branches:
             b_masks = self._tensor(np.concatenate([
                 t.action_masks if t.action_masks is not None
-                else np.ones((len(t.rewards), sum(self.model.discrete_branches)), bool)
+                else np.ones((len(t.rewards), sum(branches)), bool)
                 for t in trajectories]), torch.bool)
         b_size = len(b_values)
 

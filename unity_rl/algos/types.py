@@ -2,7 +2,9 @@
 
 A ``Trajectory`` is one agent's contiguous run of decisions, cut at the end of its episode or at
 ``time_horizon``; advantages are computed per trajectory, never across agents.  Observations are
-flat float32 vectors here (the concatenation of the BehaviorSpec's vector observations).
+flat float32 rows here: every observation of the BehaviorSpec flattened (images CHW, values in
+[0, 1] as mlagents-envs decodes them) and concatenated in spec order; networks get the shapes
+and split rows back (``unity_rl.algos.encoders``).
 """
 from __future__ import annotations
 
@@ -17,7 +19,12 @@ class Trajectory(NamedTuple):
     obs: np.ndarray
     """[T, obs_dim] float32: observation at each decision (raw, not normalised)."""
     actions: np.ndarray
-    """[T, act_dim] float32 (continuous, the unclipped sample) or [T, branches] int64."""
+    """The action row convention, shared by ``PPOPolicy.act``, trajectories and export:
+    continuous-only: [T, C] float32, the unclipped sample (the environment gets clip(a, -1, 1));
+    discrete-only: [T, B] int64, one index per branch;
+    hybrid (C continuous + B branches): [T, C + B] float32, the C unclipped continuous values
+    followed by the B branch indices stored as floats (``distributions.split_hybrid`` splits it).
+    """
     logprobs: np.ndarray
     """[T] float32: log-probability of each action under the behaviour policy."""
     values: np.ndarray
@@ -31,7 +38,7 @@ class Trajectory(NamedTuple):
     """True when the episode really ended after the last action: no bootstrap from last_obs.
     False on truncation (Unity's interrupted) or a time-horizon cut: bootstrap from V(last_obs)."""
     action_masks: np.ndarray | None = None
-    """[T, sum(branches)] bool, True where allowed; None for continuous behaviors."""
+    """[T, sum(branches)] bool, True where allowed; None when all allowed or no branches."""
 
 
 class Segment(NamedTuple):

@@ -1,0 +1,321 @@
+"""Observation encoders: ML-Agents 1.1.0's visual encoders and the per-observation splitter.
+
+Contract:
+- Observations travel as one flat float32 row per agent: every observation of the BehaviorSpec
+  flattened (C-order) and concatenated in spec order (``runtime/collector.flat_obs``).  Networks
+  get the observation *shapes* and split the row back with ``ObservationLayout``.
+- Rank-1 observations are vectors: they pass through unchanged (normalised numpy-side first
+  when ``network_settings.normalize``; see ``ObservationLayout.normalize``).  Rank-3
+  observations are images or grids, channels-first (C, H, W) as mlagents-envs 1.1.0 reports
+  them; each goes through its own visual encoder chosen by ``vis_encode_type``; images are never
+  normalised.  Rank-2 observations (variable-length buffer sensors) are refused.
+- Visual encoders map NCHW float [n, C, H, W] -> [n, h_size] and mirror the layer structure of
+  ML-Agents' ``torch_entities/encoders.py`` (``simple``, ``nature_cnn``, ``resnet``, ``match3``,
+  ``fully_connected``), with its minimum resolutions (``MIN_RESOLUTION``) and its
+  initialisation of the dense layer (Kaiming normal, linear gain, times 1.41, zero bias).
+- ``ObservationEncoder`` outputs the encodings concatenated in observation order (as
+  ML-Agents' ``ObservationEncoder``); ``output_size`` is their total width.
+"""
+from __future__ import annotations
+
+from typing import Sequence, Union
+
+import numpy as np
+import torch
+from torch import nn
+
+from unity_rl.algos.normalizer import RunningNormalizer
+
+ObsShapes = tuple[tuple[int, ...], ...]
+ObsShapesLike = Union[int, Sequence[Sequence[int]], Sequence[int]]
+
+
+def as_obs_shapes(obs_shapes: ObsShapesLike) -> ObsShapes:
+    """Normalises ``obs_shapes``: an int ``d`` means one vector observation ``((d,),)``; a list of
+    ints means several vector observations; otherwise a list of shapes."""
+    if isinstance(obs_shapes, (int, np.integer)):
+        return ((int(obs_shapes),),)
+    items = list(obs_shapes)
+    if not items:
+        raise ValueError("a behavior needs at least one observation")
+    if all(isinstance(i, (int, np.integer)) for i in items):
+        return tuple((int(i),) for i in items)
+    return tuple(tuple(int(d) for d in shape) for shape in items)
+
+
+class Swish(nn.Module):
+    """x·σ(x) (Ramachandran et al. 2017, arXiv:1710.05941), as ML-Agents' ``Swish``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.sigmoid(x)
+
+
+def dense(in_size: int, out_size: int) -> nn.Linear:
+    """ML-Agents' encoder dense layer: Kaiming-normal (linear) weights × 1.41, zero bias."""
+    layer = nn.Linear(in_size, out_size)
+    nn.init.kaiming_normal_(layer.weight, nonlinearity="linear")
+    with torch.no_grad():
+        layer.weight.mul_(1.41)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+def conv_out(hw: tuple[int, int], kernel: int, stride: int = 1, padding: int = 0) -> tuple[int, int]:
+    """Height and width after a Conv2d (dilation 1)."""
+    return tuple((s + 2 * padding - kernel) // stride + 1 for s in hw)  # type: ignore[return-value]
+
+
+class FullyConnectedVisualEncoder(nn.Module):
+    """``fully_connected``: flatten, one dense layer, LeakyReLU (min 1x1)."""
+
+    def __init__(self, height: int, width: int, channels: int, h_size: int):
+        super().__init__()
+        self.input_size = channels * height * width
+        self.dense = nn.Sequential(dense(self.input_size, h_size), nn.LeakyReLU())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dense(x.reshape(-1, self.input_size))
+
+
+class SmallVisualEncoder(nn.Module):
+    """``match3``: two 3x3 stride-1 convs (35, 144 channels), LeakyReLU, dense (min 5x5)."""
+
+    def __init__(self, height: int, width: int, channels: int, h_size: int):
+        super().__init__()
+        h, w = conv_out(conv_out((height, width), 3), 3)
+        self.final_flat = h * w * 144
+        self.conv_layers = nn.Sequential(nn.Conv2d(channels, 35, 3, 1), nn.LeakyReLU(),
+                                         nn.Conv2d(35, 144, 3, 1), nn.LeakyReLU())
+        self.dense = nn.Sequential(dense(self.final_flat, h_size), nn.LeakyReLU())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dense(self.conv_layers(x).reshape(-1, self.final_flat))
+
+
+class SimpleVisualEncoder(nn.Module):
+    """``simple``: 8x8/4 conv to 16, 4x4/2 conv to 32, LeakyReLU, dense (min 20x20)."""
+
+    def __init__(self, height: int, width: int, channels: int, h_size: int):
+        super().__init__()
+        h, w = conv_out(conv_out((height, width), 8, 4), 4, 2)
+        self.final_flat = h * w * 32
+        self.conv_layers = nn.Sequential(nn.Conv2d(channels, 16, 8, 4), nn.LeakyReLU(),
+                                         nn.Conv2d(16, 32, 4, 2), nn.LeakyReLU())
+        self.dense = nn.Sequential(dense(self.final_flat, h_size), nn.LeakyReLU())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dense(self.conv_layers(x).reshape(-1, self.final_flat))
+
+
+class NatureVisualEncoder(nn.Module):
+    """``nature_cnn`` (Mnih et al. 2015): 8x8/4 to 32, 4x4/2 to 64, 3x3/1 to 64, dense (min 36x36)."""
+
+    def __init__(self, height: int, width: int, channels: int, h_size: int):
+        super().__init__()
+        h, w = conv_out(conv_out(conv_out((height, width), 8, 4), 4, 2), 3, 1)
+        self.final_flat = h * w * 64
+        self.conv_layers = nn.Sequential(nn.Conv2d(channels, 32, 8, 4), nn.LeakyReLU(),
+                                         nn.Conv2d(32, 64, 4, 2), nn.LeakyReLU(),
+                                         nn.Conv2d(64, 64, 3, 1), nn.LeakyReLU())
+        self.dense = nn.Sequential(dense(self.final_flat, h_size), nn.LeakyReLU())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dense(self.conv_layers(x).reshape(-1, self.final_flat))
+
+
+class ResNetBlock(nn.Module):
+    """x + conv(swish(conv(swish(x)))), 3x3 convs with padding 1."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.layers = nn.Sequential(Swish(), nn.Conv2d(channels, channels, 3, 1, padding=1),
+                                    Swish(), nn.Conv2d(channels, channels, 3, 1, padding=1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.layers(x)
+
+
+class ResNetVisualEncoder(nn.Module):
+    """``resnet`` (IMPALA, Espeholt et al. 2018): 3 stacks (16, 32, 32 channels) of conv,
+    3x3/2 max-pool and 2 residual blocks; Swish; dense; ReLU (min 15x15)."""
+
+    def __init__(self, height: int, width: int, channels: int, h_size: int):
+        super().__init__()
+        layers: list[nn.Module] = []
+        last = channels
+        for stack_channels in (16, 32, 32):
+            layers += [nn.Conv2d(last, stack_channels, 3, 1, padding=1), nn.MaxPool2d(3, 2)]
+            height, width = (height - 3) // 2 + 1, (width - 3) // 2 + 1
+            layers += [ResNetBlock(stack_channels), ResNetBlock(stack_channels)]
+            last = stack_channels
+        layers.append(Swish())
+        self.final_flat_size = last * height * width
+        self.sequential = nn.Sequential(*layers)
+        self.dense = dense(self.final_flat_size, h_size)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.dense(self.sequential(x).reshape(-1, self.final_flat_size)))
+
+
+VISUAL_ENCODERS: dict[str, type[nn.Module]] = {
+    "simple": SimpleVisualEncoder,
+    "nature_cnn": NatureVisualEncoder,
+    "resnet": ResNetVisualEncoder,
+    "match3": SmallVisualEncoder,
+    "fully_connected": FullyConnectedVisualEncoder,
+}
+"""``vis_encode_type`` -> encoder class ``(height, width, channels, h_size)``."""
+
+MIN_RESOLUTION: dict[str, int] = {"simple": 20, "nature_cnn": 36, "resnet": 15, "match3": 5,
+                                  "fully_connected": 1}
+"""Smallest height and width each encoder accepts (ML-Agents' ``MIN_RESOLUTION_FOR_ENCODER``)."""
+
+
+def visual_encoder(vis_encode_type: str, shape: Sequence[int], h_size: int,
+                   obs_index: int = 0) -> nn.Module:
+    """The encoder for one (C, H, W) observation; ValueError if the image is too small."""
+    if vis_encode_type not in VISUAL_ENCODERS:
+        raise ValueError(f"unknown vis_encode_type {vis_encode_type!r}; "
+                         f"expected one of {', '.join(VISUAL_ENCODERS)}")
+    channels, height, width = (int(s) for s in shape)
+    minimum = MIN_RESOLUTION[vis_encode_type]
+    if height < minimum or width < minimum:
+        raise ValueError(f"observation {obs_index} is {height}x{width} (shape {tuple(shape)}), "
+                         f"smaller than the {minimum}x{minimum} minimum of vis_encode_type "
+                         f"{vis_encode_type!r}; choose an encoder with a smaller minimum "
+                         f"({', '.join(f'{k}: {v}' for k, v in MIN_RESOLUTION.items())})")
+    return VISUAL_ENCODERS[vis_encode_type](height, width, channels, h_size)
+
+
+class ObservationLayout:
+    """Where each observation lies in the flat row, and which columns are vector columns."""
+
+    def __init__(self, obs_shapes: ObsShapesLike):
+        self.obs_shapes = as_obs_shapes(obs_shapes)
+        sizes = [int(np.prod(s)) for s in self.obs_shapes]
+        self.offsets = tuple(int(o) for o in np.cumsum([0] + sizes))
+        self.obs_dim = self.offsets[-1]
+        """Width of the flat row."""
+        self.slices = tuple(slice(a, b) for a, b in zip(self.offsets[:-1], self.offsets[1:]))
+        self.vector_slices = tuple(s for s, shape in zip(self.slices, self.obs_shapes)
+                                   if len(shape) == 1)
+        self.vector_columns = np.concatenate(
+            [np.arange(s.start, s.stop) for s in self.vector_slices] or [np.zeros(0, int)])
+        """Indices of the flat row's vector (rank-1) columns, in order."""
+        self.vector_size = len(self.vector_columns)
+
+    def vectors(self, flat: np.ndarray) -> np.ndarray:
+        """[n, vector_size]: the vector columns of flat rows [n, obs_dim]."""
+        return np.asarray(flat)[:, self.vector_columns]
+
+    def make_normalizer(self, normalize: bool) -> RunningNormalizer | None:
+        """A ``RunningNormalizer`` over the vector columns, or None without normalisation."""
+        return RunningNormalizer((self.vector_size,)) if normalize else None
+
+    def update(self, normalizer: RunningNormalizer | None, flat: np.ndarray) -> None:
+        """Folds the vector columns of ``flat`` into ``normalizer`` (no-op when None)."""
+        if normalizer is not None:
+            normalizer.update(self.vectors(np.asarray(flat, np.float64)))
+
+    def normalize(self, normalizer: RunningNormalizer | None, flat: np.ndarray) -> np.ndarray:
+        """float32 copy of ``flat`` [n, obs_dim] with only its vector columns normalised."""
+        flat = np.array(flat, np.float32, copy=True).reshape(-1, self.obs_dim)
+        if normalizer is not None and self.vector_size:
+            flat[:, self.vector_columns] = normalizer.normalize(flat[:, self.vector_columns])
+        return flat
+
+
+class ObservationEncoder(nn.Module):
+    """Flat rows [n, obs_dim] -> [n, output_size]: vectors as they are, images encoded.
+
+    ``network_cfg`` needs ``hidden_units`` (each visual encoder's output size) and
+    ``vis_encode_type``.  Rows are expected already normalised (``ObservationLayout.normalize``).
+    A behavior with only vector observations gets a parameter-free encoder (identity).
+    """
+
+    def __init__(self, obs_shapes: ObsShapesLike, network_cfg):
+        super().__init__()
+        self.layout = ObservationLayout(obs_shapes)
+        vis_encode_type = getattr(network_cfg, "vis_encode_type", "simple")
+        self.encoders = nn.ModuleDict()
+        self.output_size = 0
+        for i, shape in enumerate(self.layout.obs_shapes):
+            if len(shape) == 1:
+                self.output_size += shape[0]
+            elif len(shape) == 3:
+                encoder = visual_encoder(vis_encode_type, shape, network_cfg.hidden_units, i)
+                self.encoders[str(i)] = encoder
+                self.output_size += network_cfg.hidden_units
+            elif len(shape) == 2:
+                raise ValueError(f"observation {i} has shape {shape}: variable-length (buffer "
+                                 f"sensor) observations are not supported for training")
+            else:
+                raise ValueError(f"observation {i} has shape {shape}: only rank-1 (vector) and "
+                                 f"rank-3 (C, H, W image or grid) observations are supported")
+        self.is_identity = not self.encoders
+        """True when every observation is a vector: forward returns its input."""
+
+    def forward(self, flat: torch.Tensor) -> torch.Tensor:
+        if self.is_identity:
+            return flat
+        n = flat.shape[0]
+        parts = []
+        for i, (shape, columns) in enumerate(zip(self.layout.obs_shapes, self.layout.slices)):
+            part = flat[:, columns]
+            parts.append(self.encoders[str(i)](part.reshape(n, *shape)) if len(shape) == 3 else part)
+        return torch.cat(parts, dim=1)
+
+
+def concat_inputs(inputs: Sequence[torch.Tensor], obs_dim: int
+                  ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """Export-module input convention: flattens and concatenates leading inputs until they make a
+    flat row of width ``obs_dim``; returns (flat [n, obs_dim], the remaining inputs).
+
+    So ``module(obs_0, .., obs_k[, action_masks])`` (separate observations, images NCHW) and
+    ``module(flat[, action_masks])`` (one flat row) both work.
+    """
+    parts, width, i = [], 0, 0
+    while width < obs_dim:
+        if i >= len(inputs):
+            raise ValueError(f"observations cover {width} of the {obs_dim} observation values")
+        part = inputs[i].reshape(inputs[i].shape[0], -1)
+        parts.append(part)
+        width += part.shape[1]
+        i += 1
+    if width != obs_dim:
+        raise ValueError(f"observations have {width} values, the network expects {obs_dim}")
+    flat = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
+    return flat, list(inputs[i:])
+
+
+class FoldedNormalizer(nn.Module):
+    """Torch (and ONNX) copy of ``ObservationLayout.normalize``: the normaliser's statistics as
+    constants, applied to the vector columns of flat rows only."""
+
+    def __init__(self, layout: ObservationLayout, normalizer: RunningNormalizer | None):
+        super().__init__()
+        self.slices = [(s.start, s.stop) for s in layout.slices]
+        self.is_vector = [len(shape) == 1 for shape in layout.obs_shapes]
+        self.active = normalizer is not None and layout.vector_size > 0
+        if self.active:
+            mean = torch.as_tensor(normalizer.mean, dtype=torch.float32)
+            std = torch.as_tensor(np.sqrt(normalizer.var + normalizer.epsilon), dtype=torch.float32)
+            self.clip = float(normalizer.clip)
+        else:
+            mean, std, self.clip = torch.zeros(layout.vector_size), torch.ones(layout.vector_size), 0.0
+        self.register_buffer("obs_mean", mean)
+        self.register_buffer("obs_std", std)
+
+    def forward(self, flat: torch.Tensor) -> torch.Tensor:
+        if not self.active:
+            return flat
+        parts, v = [], 0
+        for (start, stop), is_vector in zip(self.slices, self.is_vector):
+            part = flat[:, start:stop]
+            if is_vector:
+                w = stop - start
+                part = (part - self.obs_mean[v:v + w]) / self.obs_std[v:v + w]
+                part = torch.clamp(part, -self.clip, self.clip)
+                v += w
+            parts.append(part)
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)

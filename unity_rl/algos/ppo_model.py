@@ -1,0 +1,147 @@
+"""PPO's actor-critic network and its deterministic export module.
+
+Contract: ``ActorCritic(obs_shapes, action_spec, network_cfg)`` takes flat rows [n, obs_dim]
+whose vector columns are already normalised (``ObservationLayout.normalize``); each of actor
+and critic has its own ``ObservationEncoder`` (images through their visual encoder, vectors as
+they are) followed by its own MLP trunk (ML-Agents' default ``shared_critic: false``).  The actor
+trunk ends in one linear head of C + sum(branches) outputs: the Gaussian means, then the logits
+of each discrete branch.  The head's attribute name keeps the state-dict keys of earlier
+versions: ``actor_mean`` (continuous), ``actor_logits`` (discrete), ``actor_hybrid`` (both).
+"""
+from __future__ import annotations
+
+import copy
+from typing import Protocol
+
+import torch
+from torch import nn
+
+from unity_rl.algos.distributions import (MASKED_LOGIT, DiagGaussian, HybridDistribution,
+                                          MaskedMultiCategorical)
+from unity_rl.algos.encoders import FoldedNormalizer, ObservationEncoder, ObsShapesLike, concat_inputs
+from unity_rl.algos.nets import NetworkConfig, mlp
+from unity_rl.algos.normalizer import RunningNormalizer
+
+
+class ActionSpecLike(Protocol):
+    """What PPO needs of an action spec; mlagents_envs' ``ActionSpec`` fits."""
+
+    continuous_size: int
+    discrete_branches: tuple[int, ...]
+
+
+def action_layout(action_spec: ActionSpecLike) -> tuple[int, tuple[int, ...]]:
+    """(continuous size, discrete branches); ValueError when the spec has no action at all."""
+    continuous_size = int(action_spec.continuous_size)
+    branches = tuple(int(b) for b in (action_spec.discrete_branches or ()))
+    if not continuous_size and not branches:
+        raise ValueError("the action spec has neither continuous actions nor discrete branches")
+    return continuous_size, branches
+
+
+class ActorCritic(nn.Module):
+    """Encoders + actor and critic MLPs; inputs are flat rows with normalised vector columns."""
+
+    def __init__(self, obs_shapes: ObsShapesLike, action_spec: ActionSpecLike,
+                 network: NetworkConfig, log_std_init: float = 0.0):
+        super().__init__()
+        self.continuous_size, self.discrete_branches = action_layout(action_spec)
+        hidden, layers = network.hidden_units, network.num_layers
+        self.critic_encoder = ObservationEncoder(obs_shapes, network)
+        self.critic = mlp(self.critic_encoder.output_size, hidden, layers, 1, out_std=1.0)
+        self.actor_encoder = ObservationEncoder(obs_shapes, network)
+        head = mlp(self.actor_encoder.output_size, hidden, layers,
+                   self.continuous_size + sum(self.discrete_branches), out_std=0.01)
+        self.head_name = ("actor_logits" if not self.continuous_size else
+                          "actor_mean" if not self.discrete_branches else "actor_hybrid")
+        self.add_module(self.head_name, head)
+        if self.continuous_size:
+            self.actor_logstd = nn.Parameter(torch.full((self.continuous_size,), float(log_std_init)))
+
+    @property
+    def actor_head(self) -> nn.Module:
+        return getattr(self, self.head_name)
+
+    @property
+    def obs_dim(self) -> int:
+        return self.actor_encoder.layout.obs_dim
+
+    def get_value(self, x: torch.Tensor) -> torch.Tensor:
+        """V(s): [n]."""
+        return self.critic(self.critic_encoder(x)).squeeze(-1)
+
+    def distribution(self, x: torch.Tensor, action_masks: torch.Tensor | None = None):
+        """π(·|s) for each row (``action_masks`` bool [n, sum(branches)], True = allowed)."""
+        out = self.actor_head(self.actor_encoder(x))
+        c = self.continuous_size
+        if not self.discrete_branches:
+            return DiagGaussian(out, self.actor_logstd)
+        categorical = MaskedMultiCategorical(out[:, c:], self.discrete_branches, action_masks)
+        if not c:
+            return categorical
+        return HybridDistribution(DiagGaussian(out[:, :c], self.actor_logstd), categorical)
+
+
+class DeterministicActor(nn.Module):
+    """Export module: observations -> deterministic action, normalisation folded in (CPU, eval).
+
+    ``forward(obs_0, .., obs_{k-1}[, action_masks])`` with one tensor per observation (images
+    NCHW), or ``forward(flat[, action_masks])`` with flat rows [n, obs_dim]: the inputs are
+    flattened and concatenated inside (``concat_inputs``), then the same network as training.
+    Returns clip(μ(s), −1, 1) float32 [n, C] (continuous), the most likely allowed action per
+    branch int64 [n, B] (discrete; ``action_masks`` [n, sum(branches)], nonzero = allowed, is
+    optional), or the tuple (continuous, discrete) for hybrid behaviors.
+    """
+
+    def __init__(self, model: ActorCritic, normalizer: RunningNormalizer | None):
+        super().__init__()
+        self.continuous_size = model.continuous_size
+        self.discrete_branches = model.discrete_branches
+        self.obs_dim = model.obs_dim
+        self.normalizer = FoldedNormalizer(model.actor_encoder.layout, normalizer)
+        self.encoder = copy.deepcopy(model.actor_encoder).cpu()
+        self.actor = copy.deepcopy(model.actor_head).cpu()
+        self.eval()
+
+    def forward(self, *inputs: torch.Tensor):
+        flat, rest = concat_inputs(inputs, self.obs_dim)
+        out = self.actor(self.encoder(self.normalizer(flat)))
+        c = self.continuous_size
+        continuous = torch.clamp(out[:, :c], -1.0, 1.0) if c else None
+        if not self.discrete_branches:
+            return continuous
+        logits = out[:, c:]
+        if rest:
+            logits = logits.masked_fill(rest[0] <= 0, MASKED_LOGIT)
+        discrete = torch.stack([branch.argmax(-1) for branch in
+                                logits.split(list(self.discrete_branches), -1)], -1)
+        return discrete if continuous is None else (continuous, discrete)
+
+
+def normalizer_state(normalizer: RunningNormalizer | None) -> dict | None:
+    """Normaliser state as tensors and floats (loadable with ``torch.load(weights_only=True)``)."""
+    if normalizer is None:
+        return None
+    return {"mean": torch.from_numpy(normalizer.mean.copy()),
+            "var": torch.from_numpy(normalizer.var.copy()),
+            "count": float(normalizer.count)}
+
+
+def load_normalizer(normalizer: RunningNormalizer | None, state: dict | None) -> None:
+    """Loads ``normalizer_state``'s output; ValueError when normalisation is on for one only."""
+    if (normalizer is None) != (state is None):
+        raise ValueError("observation normalisation differs between these weights and this network "
+                         "(network_settings.normalize)")
+    if normalizer is not None:
+        normalizer.load_state_dict({
+            "mean": state["mean"].numpy() if torch.is_tensor(state["mean"]) else state["mean"],
+            "var": state["var"].numpy() if torch.is_tensor(state["var"]) else state["var"],
+            "count": float(state["count"])})
+
+
+def check_obs_shapes(expected, weights: dict) -> None:
+    """ValueError when ``weights`` record observation shapes other than ``expected``."""
+    got = weights.get("obs_shapes")
+    if got is not None and tuple(tuple(int(d) for d in s) for s in got) != tuple(expected):
+        raise ValueError(f"these weights are for observation shapes {tuple(got)}, this network "
+                         f"was built for {tuple(expected)}")
