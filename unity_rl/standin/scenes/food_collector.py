@@ -7,8 +7,8 @@ discrete branch of 2 (laser off / on).
 * Moves (every academy step, actions repeat between decisions as in Unity): forward/sideways up
   to 0.1 per step in the agent's frame, rotation up to 6 degrees per step; the agent stays
   inside the arena.
-* Food: reaching within 1.0 of it gives +1 and the food reappears at a random place (the
-  episode goes on, as Unity's FoodCollector respawns food).
+* Food: reaching within 1.0 of it gives +1 and the food reappears at a random place at least
+  2.0 away (the episode goes on, as Unity's FoodCollector respawns food).
 * Laser: each agent has a *signal* bit (in its observation), drawn at random at the start of the
   episode and after each food eaten. Every academy step with the laser equal to the signal gives
   +0.01, otherwise -0.01 (+-0.05 per decision): a policy that ignores the bit earns 0 on average
@@ -32,6 +32,7 @@ HALF = 5.0
 SPEED = 0.1
 TURN = np.deg2rad(6.0)
 EAT_RADIUS = 1.0
+MIN_FOOD_DISTANCE = 2.0
 LASER_REWARD = 0.01
 
 
@@ -58,7 +59,12 @@ class FoodCollectorModel:
         self._respawn(idx)
 
     def _respawn(self, idx: np.ndarray) -> None:
-        self.food[idx] = self.rng.uniform(-HALF + 1, HALF - 1, (len(idx), 2))
+        """New food (at least ``MIN_FOOD_DISTANCE`` from the agent) and a new signal bit."""
+        todo = idx
+        while len(todo):
+            self.food[todo] = self.rng.uniform(-HALF + 1, HALF - 1, (len(todo), 2))
+            near = np.linalg.norm(self.food[todo] - self.pos[todo], axis=1) < MIN_FOOD_DISTANCE
+            todo = todo[near]
         self.signal[idx] = self.rng.integers(0, 2, len(idx))
 
     def act(self, idx: np.ndarray, continuous: np.ndarray, discrete: np.ndarray):
