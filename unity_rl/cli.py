@@ -164,7 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--episodes", type=int, default=10, metavar="N",
                           help="finished episodes to average over (default 10)")
     _add_build_flags(evaluate, env_default="the run's build, else the bundled 3DBall stand-in")
-    evaluate.add_argument("--behavior", metavar="NAME", help="behavior to control (default: the trained one)")
+    evaluate.add_argument("--behavior", metavar="NAME",
+                          help="behavior to control (needed when the run trained several)")
     evaluate.set_defaults(handler=cmd_evaluate)
 
     export = sub.add_parser(
@@ -172,6 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Export the latest checkpoint of a run as an ONNX model for Unity's inference.")
     _add_policy_source(export, "export")
     export.add_argument("--output", metavar="PATH", help="ONNX file to write (default RUN_DIR/<behavior>.onnx)")
+    export.add_argument("--behavior", metavar="NAME",
+                        help="behavior to export (default: every behavior of the checkpoint)")
     export.set_defaults(handler=cmd_export)
 
     rand = sub.add_parser(
@@ -376,25 +379,33 @@ def _checkpoint_source(args: argparse.Namespace) -> tuple[Path, Path | None]:
 def cmd_export(args: argparse.Namespace) -> int:
     from unity_rl.export import export_checkpoint
 
+    from unity_rl.export import checkpoint_behaviors
+
     checkpoint, run_dir = _checkpoint_source(args)
     output = Path(args.output) if args.output else None
-    path = export_checkpoint(checkpoint, output, run_dir=run_dir)
-    print(f"[INFO] Exported {checkpoint} to {path}", flush=True)
+    behaviors = [args.behavior] if args.behavior else checkpoint_behaviors(checkpoint)
+    if output is not None and len(behaviors) > 1:
+        raise CliError(f"'{checkpoint}' holds several behaviors {behaviors}: pick one with "
+                       f"--behavior to write --output")
+    for behavior in behaviors:
+        path = export_checkpoint(checkpoint, output, run_dir=run_dir, behavior=behavior)
+        print(f"[INFO] Exported {_short(behavior)} from {checkpoint} to {path}", flush=True)
     return 0
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from unity_rl.evaluate import evaluate_policy, open_vec_env, run_config
     from unity_rl.export import load_policy
 
     if args.episodes < 1:
         raise CliError(f"--episodes must be >= 1, got {args.episodes}")
     checkpoint, run_dir = _checkpoint_source(args)
-    policy = load_policy(checkpoint, run_dir=run_dir)
-    run_cfg = _run_config(run_dir)
+    policy = load_policy(checkpoint, run_dir=run_dir, behavior=args.behavior)
+    run_cfg = run_config(run_dir)
     env_path = args.env_path or (run_cfg.env_settings.env_path if run_cfg else None) or default_env_path()
     from unity_rl.envs.launcher import resolve_env_path
     env_path = resolve_env_path(env_path)
-    env = _open_vec_env(args, env_path, run_cfg, behavior=args.behavior or policy.behavior_name)
+    env = open_vec_env(args, env_path, run_cfg, behavior=args.behavior or policy.behavior_name)
     try:
         returns = evaluate_policy(env, policy.module, args.episodes)
     finally:
@@ -403,90 +414,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     print(f"[INFO] {_short(env.behavior_name)}: mean return {mean:.3f} (std {std:.3f}) over "
           f"{len(returns)} episodes, deterministic policy from {checkpoint}.", flush=True)
     return 0
-
-
-def _run_config(run_dir: Path | None):
-    """The run's configuration.yaml, or None."""
-    if run_dir is None or not (run_dir / CONFIG_FILE).is_file():
-        return None
-    from unity_rl.config import load_config
-    return load_config(run_dir / CONFIG_FILE)
-
-
-def _open_vec_env(args: argparse.Namespace, env_path: str, run_cfg, behavior: str | None):
-    """UnityVecEnv with the flags given, else the run's settings, else mlagents-learn's defaults."""
-    from unity_rl.envs.vec_env import UnityVecEnv
-
-    env_cfg = run_cfg.env_settings if run_cfg else None
-    engine = run_cfg.engine_settings if run_cfg else None
-
-    def pick(flag, from_cfg, default):
-        if flag is not None:
-            return flag
-        return from_cfg if from_cfg is not None else default
-
-    seed = pick(args.seed, env_cfg.seed if env_cfg else None, 0)
-    no_graphics = None if args.graphics is None else not args.graphics
-    return UnityVecEnv(
-        env_path,
-        num_builds=pick(args.num_envs, None, 1),
-        base_port=pick(args.base_port, env_cfg.base_port if env_cfg else None, 5005),
-        no_graphics=pick(no_graphics, engine.no_graphics if engine else None, True),
-        time_scale=pick(args.time_scale, engine.time_scale if engine else None, 20.0),
-        env_args=tuple((env_cfg.env_args or ()) if env_cfg else ()),
-        seed=max(0, int(seed)),
-        timeout_wait=float(pick(args.timeout_wait, env_cfg.timeout_wait if env_cfg else None, 60)),
-        behavior_name=behavior,
-    )
-
-
-def _flat(obs) -> Any:
-    """A UnityVecEnv observation -> [n, obs_dim] float32 (observations side by side)."""
-    import numpy as np
-
-    if isinstance(obs, dict):
-        parts = [np.asarray(v, np.float32).reshape(len(v), -1) for v in obs.values()]
-        return np.concatenate(parts, axis=1)
-    return np.asarray(obs, np.float32).reshape(len(obs), -1)
-
-
-def finished_episodes(infos: dict) -> list[tuple[int, float]]:
-    """(slot, return) of the episodes a UnityVecEnv step ended (SAME_STEP autoreset infos)."""
-    import numpy as np
-
-    mask = infos.get("_final_info")
-    if mask is None or not np.any(mask):
-        return []
-    returns = np.asarray(infos["final_info"]["episode"]["r"])
-    return [(int(slot), float(returns[slot])) for slot in np.flatnonzero(mask)]
-
-
-def evaluate_policy(env, module, episodes: int) -> list[float]:
-    """Runs ``module`` (obs[, masks] -> action) on ``env``; returns ``episodes`` returns.
-
-    Taking the first N episodes to end would favour short (often failed) episodes when many
-    agents play at once; instead every slot plays ceil(N / slots) episodes and the first ones of
-    each slot are kept.
-    """
-    import numpy as np
-    import torch
-
-    per_slot = -(-episodes // env.num_envs)
-    done: list[list[float]] = [[] for _ in range(env.num_envs)]
-    obs, infos = env.reset()
-    with torch.no_grad():
-        while min(len(d) for d in done) < per_slot:
-            x = torch.from_numpy(_flat(obs))
-            if "action_mask" in infos:
-                masks = torch.from_numpy(np.asarray(infos["action_mask"], np.float32))
-                actions = module(x, masks)
-            else:
-                actions = module(x)
-            obs, _, _, _, infos = env.step(actions.numpy())
-            for slot, ret in finished_episodes(infos):
-                done[slot].append(ret)
-    rounds = [[d[i] for d in done] for i in range(per_slot)]
-    return [r for round_ in rounds for r in round_][:episodes]
 
 
 def _short(behavior_name: str) -> str:
@@ -504,9 +431,10 @@ def _std(values: Sequence[float]) -> float:
 
 def cmd_random(args: argparse.Namespace) -> int:
     from unity_rl.envs.launcher import resolve_env_path
+    from unity_rl.evaluate import finished_episodes, open_vec_env
 
     env_path = resolve_env_path(args.env_path) if args.env_path else default_env_path()
-    env = _open_vec_env(args, env_path, None, behavior=args.behavior)
+    env = open_vec_env(args, env_path, None, behavior=args.behavior)
     try:
         env.action_space.seed(max(0, args.seed if args.seed is not None else 0))
         env.reset()

@@ -217,9 +217,40 @@ class LoadedPolicy:
     """Agent-steps trained when it was saved."""
 
 
-def load_policy(path: str | os.PathLike, run_dir: str | os.PathLike | None = None) -> LoadedPolicy:
-    """Rebuilds the policy from a training checkpoint (``checkpoints/step-N.pt``) or from the
-    final ``<Behavior>.pt`` the trainer writes; raises CheckpointError when it cannot.
+def checkpoint_behaviors(path: str | os.PathLike) -> list[str]:
+    """Full names of the behaviors a checkpoint or ``<Behavior>.pt`` holds policies for."""
+    from unity_rl.checkpoint import load_checkpoint
+
+    state = load_checkpoint(path)
+    if "behaviors" in state:
+        return sorted(state["behaviors"])
+    return [str(state.get("behavior_name", "?"))]
+
+
+def _behavior_entry(state: dict, path, behavior: str | None) -> dict:
+    """The part of a (multi-behavior) training checkpoint that holds ``behavior``'s policy."""
+    from unity_rl.checkpoint import CheckpointError
+
+    if "behaviors" not in state:
+        return state
+    entries = state["behaviors"]
+    if behavior is None:
+        if len(entries) == 1:
+            return next(iter(entries.values()))
+        raise CheckpointError(f"'{path}' holds policies for several behaviors {sorted(entries)}: "
+                              f"choose one with --behavior")
+    for name, entry in entries.items():
+        if behavior in (name, name.split("?", 1)[0]):
+            return entry
+    raise CheckpointError(f"'{path}' has no policy for behavior '{behavior}'; it has "
+                          f"{sorted(entries)}")
+
+
+def load_policy(path: str | os.PathLike, run_dir: str | os.PathLike | None = None,
+                behavior: str | None = None) -> LoadedPolicy:
+    """Rebuilds a policy from a training checkpoint (``checkpoints/step-N.pt``: ``behavior``
+    picks one when it holds several) or from the final ``<Behavior>.pt`` the trainer writes;
+    raises CheckpointError when it cannot.
 
     ``run_dir`` is accepted for symmetry with the CLI; both files are self-contained.
     """
@@ -228,7 +259,7 @@ def load_policy(path: str | os.PathLike, run_dir: str | os.PathLike | None = Non
     from unity_rl.checkpoint import CheckpointError, load_checkpoint
 
     del run_dir
-    state = load_checkpoint(path)
+    state = _behavior_entry(load_checkpoint(path), path, behavior)
     missing = [k for k in ("trainer_type", "behavior_name", "obs_dim", "action_spec", "network")
                if k not in state]
     if missing or not ("learner" in state or "weights" in state):
@@ -289,10 +320,12 @@ def _ddpg_module(state: dict, spec, network):
 
 
 def export_checkpoint(path: str | os.PathLike, output: str | os.PathLike | None = None, *,
-                      run_dir: str | os.PathLike | None = None) -> Path:
-    """ONNX export of a saved policy; ``output`` defaults to ``<run_dir>/<Behavior>.onnx``
-    (or next to ``path`` without a run folder). Returns the file written."""
-    policy = load_policy(path)
+                      run_dir: str | os.PathLike | None = None,
+                      behavior: str | None = None) -> Path:
+    """ONNX export of a saved policy (``behavior``: which one, when the checkpoint holds
+    several); ``output`` defaults to ``<run_dir>/<Behavior>.onnx`` (or next to ``path`` without
+    a run folder). Returns the file written."""
+    policy = load_policy(path, behavior=behavior)
     if output is None:
         folder = Path(run_dir) if run_dir is not None else Path(path).parent
         output = folder / f"{policy.behavior_name.split('?', 1)[0]}.onnx"

@@ -9,7 +9,7 @@ from mlagents_envs.side_channel.environment_parameters_channel import (
 
 from unity_rl.config import load_config
 from unity_rl.envs.launcher import send_environment_parameter
-from unity_rl.runtime.trainer import actor_specs, training_behavior
+from unity_rl.runtime.trainer import actor_specs, make_algorithms
 
 CONFIG = """
 behaviors:
@@ -32,11 +32,17 @@ def test_builds_split_over_actors_and_parameters_reach_every_stream(tmp_path: Pa
     path = tmp_path / "run.yaml"
     path.write_text(CONFIG)
     cfg = load_config(path)
-    name, behavior = training_behavior(cfg)
-    specs = actor_specs(cfg, name, behavior, tmp_path, seed=1)
+    algorithms, default = make_algorithms(cfg)
+    specs = actor_specs(cfg, algorithms, default, tmp_path, seed=1)
     assert [(s.stream.worker_id_start, s.stream.num_builds) for s in specs] == [(0, 2), (2, 1)]
+    assert [s.stream.seed for s in specs] == [1, 3]          # build i of the run: seed + i
     for spec in specs:
-        params = dict(spec.stream.env_parameters)
+        assert [name for name, _ in spec.plans] == ["3DBall"] and spec.default_plan is None
+        launch = spec.stream.launch
+        assert (launch.width, launch.height, launch.quality_level, launch.time_scale,
+                launch.target_frame_rate, launch.capture_frame_rate, launch.num_areas) == \
+            (84, 84, 5, 20.0, -1, 60, 1)                    # mlagents-learn's defaults
+        params = dict(launch.env_parameters)
         assert set(params) == {"gravity", "scale"}
         channel = EnvironmentParametersChannel()
         for key, value in params.items():

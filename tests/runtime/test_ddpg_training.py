@@ -19,7 +19,6 @@ from unity_rl.algos.ddpg import DDPGConfig, DDPGLearner
 from unity_rl.algos.nets import NetworkConfig
 from unity_rl.algos.replay import ReplayBuffer
 from unity_rl.algos.types import Trajectory, TransitionBatch
-from unity_rl.checkpoint import CheckpointManager
 from unity_rl.config import ConfigError, FrozenMap, apply_overrides, load_config
 from unity_rl.metrics import read_progress
 from unity_rl.runtime.actor import Actor, ActorSpec, StreamSettings

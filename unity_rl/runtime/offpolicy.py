@@ -48,7 +48,7 @@ from unity_rl.runtime.offpolicy_actor import (
     carried_priorities,
     trajectories_to_transitions,
 )
-from unity_rl.runtime.policies import _obs_arg, ddpg_policy
+from unity_rl.runtime.policies import ddpg_policy
 
 logger = logging.getLogger(__name__)
 
@@ -273,9 +273,10 @@ class DDPGAlgorithm(Algorithm):
         ddpg_cfg: DDPGConfig = self.behavior_cfg.hyperparameters
         network = self.behavior_cfg.network_settings
         obs_dim = info.obs_dim
-        learner = DDPGLearner(_obs_arg(info.obs_shapes), info.action_spec, ddpg_cfg,
+        learner = DDPGLearner(info.obs_shapes, info.action_spec, ddpg_cfg,
                               network.hidden_units, network.num_layers, network.normalize,
-                              device=ctx.device, seed=ctx.seed)
+                              device=ctx.device, seed=ctx.seed,
+                              vis_encode_type=network.vis_encode_type)
         replay_args = dict(prioritized=ddpg_cfg.prioritized, alpha=ddpg_cfg.per_alpha,
                            eps=ddpg_cfg.per_eps)
         handle = None

@@ -136,7 +136,7 @@ class DDPGActorPolicy:
     wants_agent_keys = True
     """``Actor`` passes ``agent_keys`` to ``act`` and calls ``episodes_ended``."""
 
-    def __init__(self, obs_dim: int, action_spec: Any, seed: int, *, network_cfg: NetworkConfig,
+    def __init__(self, obs_shapes: Any, action_spec: Any, seed: int, *, network_cfg: NetworkConfig,
                  ddpg_cfg: DDPGConfig, replay_link: ReplayLink | None = None):
         self.cfg = ddpg_cfg
         self.replay_link = replay_link
@@ -154,8 +154,9 @@ class DDPGActorPolicy:
             # that message under an actor traceback. Without a policy the actor cannot act.
             self._unsupported = str(err)
             return
-        self.policy = DDPGPolicy(obs_dim, action_spec, ddpg_cfg, network_cfg.hidden_units,
-                                 network_cfg.num_layers, network_cfg.normalize, seed=seed)
+        self.policy = DDPGPolicy(obs_shapes, action_spec, ddpg_cfg, network_cfg.hidden_units,
+                                 network_cfg.num_layers, network_cfg.normalize, seed=seed,
+                                 vis_encode_type=network_cfg.vis_encode_type)
 
     @property
     def version(self) -> int:
@@ -218,9 +219,3 @@ class DDPGActorPolicy:
             self.replay.close()
             self.replay = None
 
-
-def ddpg_policy(obs_dim: int, action_spec: Any, seed: int, *, network_cfg: NetworkConfig,
-                ddpg_cfg: DDPGConfig, replay_link: ReplayLink | None = None) -> DDPGActorPolicy:
-    """The actors' ``PolicyFactory`` for DDPG (wrap it in ``functools.partial``)."""
-    return DDPGActorPolicy(obs_dim, action_spec, seed, network_cfg=network_cfg,
-                           ddpg_cfg=ddpg_cfg, replay_link=replay_link)

@@ -24,7 +24,7 @@ from unity_rl.algos.ppo import PPOLearner
 from unity_rl.algos.types import Segment, Trajectory
 from unity_rl.runtime.algorithm import Algorithm, BehaviorPlan, HostContext
 from unity_rl.runtime.messages import BehaviorInfo
-from unity_rl.runtime.policies import _obs_arg, ppo_policy
+from unity_rl.runtime.policies import ppo_policy
 
 
 class PPOHost:
@@ -94,7 +94,7 @@ class PPOAlgorithm(Algorithm):
 
     def make_host(self, info: BehaviorInfo, ctx: HostContext) -> PPOHost:
         cfg = self.behavior_cfg
-        learner = PPOLearner(_obs_arg(info.obs_shapes), info.action_spec, cfg.hyperparameters,
+        learner = PPOLearner(info.obs_shapes, info.action_spec, cfg.hyperparameters,
                              cfg.network_settings, device=ctx.device, seed=ctx.seed)
         return PPOHost(learner, buffer_steps=cfg.hyperparameters.buffer_size,
                        drop_lag=ctx.max_policy_lag if ctx.mode == "async" else None)

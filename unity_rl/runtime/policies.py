@@ -15,18 +15,12 @@ def ppo_policy(obs_shapes: Sequence[tuple[int, ...]], action_spec: Any, seed: in
     """A ``PPOPolicy`` (weights arrive later with ``load_weights``)."""
     from unity_rl.algos.ppo import PPOPolicy
 
-    return PPOPolicy(_obs_arg(obs_shapes), action_spec, network_cfg, seed=seed)
+    return PPOPolicy(obs_shapes, action_spec, network_cfg, seed=seed)
 
 
 def ddpg_policy(obs_shapes: Sequence[tuple[int, ...]], action_spec: Any, seed: int, **options):
     """A ``DDPGActorPolicy`` (options: network_cfg, ddpg_cfg, replay_link; see offpolicy_actor)."""
     from unity_rl.runtime.offpolicy_actor import DDPGActorPolicy
 
-    return DDPGActorPolicy(_obs_arg(obs_shapes), action_spec, seed, **options)
+    return DDPGActorPolicy(obs_shapes, action_spec, seed, **options)
 
-
-def _obs_arg(obs_shapes):  # MERGE-SHIM: until the networks take shapes, pass the flat size
-    import numpy as np
-    if isinstance(obs_shapes, int):
-        return obs_shapes
-    return int(sum(int(np.prod(s)) for s in obs_shapes))
