@@ -59,10 +59,12 @@ SEGMENT_OVERRUN = 8
 class Policy(Protocol):
     """What an actor needs of a policy copy (``unity_rl.algos.ppo.PPOPolicy`` fits).
 
-    Optional hooks, used when present (DDPG's ``unity_rl.runtime.offpolicy_actor``): with
-    ``wants_agent_keys = True``, ``act`` also gets ``agent_keys=`` (the decision rows' agents) and
-    ``episodes_ended(keys)`` is called for the agents of each step's terminal rows;
-    ``finish_segment(segment) -> segment`` sees each segment before it is sent.
+    Optional hooks, used when present: ``env_actions(actions) -> actions`` maps the sampled
+    actions (what the trajectory stores) to what the builds receive (PPO: ML-Agents' clamp);
+    (DDPG's ``unity_rl.runtime.offpolicy_actor``) with ``wants_agent_keys = True``, ``act`` also
+    gets ``agent_keys=`` (the decision rows' agents) and ``episodes_ended(keys)`` is called for
+    the agents of each step's terminal rows; ``finish_segment(segment) -> segment`` sees each
+    segment before it is sent.
     """
 
     def act(self, obs: np.ndarray, action_mask: np.ndarray | None = None,
@@ -168,6 +170,7 @@ class _Lane:
         self.action_spec = behavior_spec.action_spec
         self.policy: Policy = plan.policy_factory(self.obs_shapes, self.action_spec, seed)
         self.keyed = getattr(self.policy, "wants_agent_keys", False)
+        self.to_env = getattr(self.policy, "env_actions", None)
         self.collector = TrajectoryCollector(plan.time_horizon)
         self.version = -1
         self.result = None
@@ -180,7 +183,7 @@ class _Lane:
         self.result = result
 
     def act(self) -> np.ndarray | None:
-        """Actions for this lane's decision rows (None when none is waiting)."""
+        """What the builds receive for this lane's decision rows (None when none is waiting)."""
         decisions = self.result.decisions
         if not decisions.keys:
             return None
@@ -191,7 +194,7 @@ class _Lane:
             actions, logprobs, values = self.policy.act(self.obs, decisions.action_mask)
         self.collector.record(decisions.keys, self.obs, actions, logprobs, values,
                               decisions.action_mask)
-        return actions
+        return self.to_env(actions) if self.to_env is not None else actions
 
     def segment(self, actor_id: int) -> Segment:
         trajectories = self.collector.flush()
@@ -262,7 +265,7 @@ class Actor:
             for name, lane in self.lanes.items():
                 lane_actions = lane.act()
                 if lane_actions is not None:
-                    actions[name] = lane_actions  # the stream clips continuous actions to ±1
+                    actions[name] = lane_actions
             results = self.stream.step_all(actions)
             for name, lane in self.lanes.items():
                 lane.observe(results[name])
