@@ -4,6 +4,8 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -35,9 +37,13 @@ def assert_rows_consistent(batch: TransitionBatch) -> None:
     np.testing.assert_array_equal(batch.terminated, ids % 2)
 
 
-@pytest.mark.parametrize("prioritized", [False, True])
-def test_ring_wraps_and_keeps_the_newest_rows(prioritized):
-    buf = ReplayBuffer(10, OBS_DIM, ACT_DIM, seed=0, prioritized=prioritized)
+KINDS = [(False, "numpy"), (True, "numpy"), (True, "cpprb")]
+"""(prioritized, sampler) of the private buffer."""
+
+
+@pytest.mark.parametrize(("prioritized", "sampler"), KINDS)
+def test_ring_wraps_and_keeps_the_newest_rows(prioritized, sampler):
+    buf = ReplayBuffer(10, OBS_DIM, ACT_DIM, seed=0, prioritized=prioritized, sampler=sampler)
     buf.add(make_batch(np.arange(7)))
     assert len(buf) == 7
     buf.add(make_batch(np.arange(7, 13)))  # wraps: rows 0..2 now hold ids 10..12
@@ -49,9 +55,9 @@ def test_ring_wraps_and_keeps_the_newest_rows(prioritized):
     assert set(buf.sample(2000).rewards.astype(int)) == set(range(115, 125))
 
 
-@pytest.mark.parametrize("prioritized", [False, True])
-def test_samples_only_filled_rows(prioritized):
-    buf = ReplayBuffer(1000, OBS_DIM, ACT_DIM, seed=1, prioritized=prioritized)
+@pytest.mark.parametrize(("prioritized", "sampler"), KINDS)
+def test_samples_only_filled_rows(prioritized, sampler):
+    buf = ReplayBuffer(1000, OBS_DIM, ACT_DIM, seed=1, prioritized=prioritized, sampler=sampler)
     with pytest.raises(ValueError, match="empty"):
         buf.sample(4)
     buf.add(make_batch(np.arange(1, 6)))  # ids 1..5; unfilled rows are all zeros
@@ -60,34 +66,48 @@ def test_samples_only_filled_rows(prioritized):
     assert_rows_consistent(batch)
 
 
-@pytest.mark.parametrize("prioritized", [False, True])
-def test_state_round_trip(prioritized):
-    buf = ReplayBuffer(8, OBS_DIM, ACT_DIM, seed=2, prioritized=prioritized)
+@pytest.mark.parametrize(("prioritized", "sampler"), KINDS)
+def test_state_round_trip(prioritized, sampler):
+    buf = ReplayBuffer(8, OBS_DIM, ACT_DIM, seed=2, prioritized=prioritized, sampler=sampler)
     buf.add(make_batch(np.arange(11)))
     if prioritized:
         buf.update_priorities(np.array([0, 3]), np.array([5.0, 0.1]))
     state = buf.state_dict()
     assert state["obs"].shape == (8, OBS_DIM)
 
-    other = ReplayBuffer(8, OBS_DIM, ACT_DIM, seed=99, prioritized=prioritized)
+    other = ReplayBuffer(8, OBS_DIM, ACT_DIM, seed=99, prioritized=prioritized, sampler=sampler)
     other.load_state_dict(state)
     assert len(other) == len(buf)
-    a, b = buf.sample_indexed(64), other.sample_indexed(64)  # same RNG state: same draws
-    for x, y in zip(a.batch, b.batch):
-        np.testing.assert_array_equal(x, y)
-    np.testing.assert_array_equal(a.indices, b.indices)
-    np.testing.assert_allclose(a.weights, b.weights)
+    if sampler == "numpy":
+        a, b = buf.sample_indexed(64), other.sample_indexed(64)  # same RNG state: same draws
+        for x, y in zip(a.batch, b.batch):
+            np.testing.assert_array_equal(x, y)
+        np.testing.assert_array_equal(a.indices, b.indices)
+        np.testing.assert_allclose(a.weights, b.weights)
+    else:  # cpprb draws from its own unseeded generator: same distribution, not same draws
+        a, b = buf.sample_indexed(20000, beta=1.0), other.sample_indexed(20000, beta=1.0)
+        fa, fb = (np.bincount(x.indices, minlength=8) / 20000 for x in (a, b))
+        np.testing.assert_allclose(fa, fb, atol=0.02)
+        wa, wb = (dict(zip(x.indices.tolist(), x.weights.tolist())) for x in (a, b))
+        assert wa.keys() == wb.keys()  # same rows, same IS weights (they depend on priorities)
+        np.testing.assert_allclose([wa[i] for i in wa], [wb[i] for i in wa], rtol=1e-5)
+    for key in ("pos", "size", "priorities", "max_priority"):
+        if key in state:
+            np.testing.assert_array_equal(other.state_dict()[key], state[key])
     buf.add(make_batch(np.array([50])))  # and the cursor continues where it was
     other.add(make_batch(np.array([50])))
     for x, y in zip(buf.state_dict()["rewards"], other.state_dict()["rewards"]):
         assert x == y
 
     with pytest.raises(ValueError, match="capacity"):
-        ReplayBuffer(9, OBS_DIM, ACT_DIM, prioritized=prioritized).load_state_dict(state)
+        ReplayBuffer(9, OBS_DIM, ACT_DIM, prioritized=prioritized,
+                     sampler=sampler).load_state_dict(state)
 
 
-def test_prioritized_prefers_high_priority_and_weights_correct():
-    buf = ReplayBuffer(64, OBS_DIM, ACT_DIM, seed=3, prioritized=True, alpha=1.0, eps=1e-6)
+@pytest.mark.parametrize("sampler", ["numpy", "cpprb"])
+def test_prioritized_prefers_high_priority_and_weights_correct(sampler):
+    buf = ReplayBuffer(64, OBS_DIM, ACT_DIM, seed=3, prioritized=True, alpha=1.0, eps=1e-6,
+                       sampler=sampler)
     buf.add(make_batch(np.arange(50)), priorities=np.full(50, 1.0))
     buf.update_priorities(np.array([7]), np.array([99.0]))  # p_7 = 99 of total 49 + 99 = 148
     sample = buf.sample_indexed(4000, beta=1.0)
@@ -314,3 +334,48 @@ def test_per_beta_anneals_linearly_to_one():
     assert per_beta(0.4, 5000, 1000) == 1.0  # past the end: stays at 1
     assert per_beta(0.4, -5, 1000) == pytest.approx(0.4)
     assert per_beta(0.4, 10, 0) == 1.0
+
+
+_CPPRB_KILL = """
+import multiprocessing as mp, os, signal, threading, time
+import numpy as np
+from cpprb import MPPrioritizedReplayBuffer
+def writer(buf):
+    while True:
+        buf.add(obs=np.ones((200, 8)), rew=np.ones(200), priorities=np.ones(200))
+        s = buf.sample(64)
+        buf.update_priorities(s["indexes"], np.ones(64))
+if __name__ == "__main__":
+    ctx = mp.get_context("fork")
+    buf = MPPrioritizedReplayBuffer(10000, {"obs": {"shape": 8}, "rew": {}}, ctx=ctx)
+    buf.add(obs=np.ones((100, 8)), rew=np.ones(100), priorities=np.ones(100))
+    rng = np.random.default_rng(0)
+    for k in range(20):
+        p = ctx.Process(target=writer, args=(buf,), daemon=True)
+        p.start()
+        time.sleep(rng.uniform(0.01, 0.08))
+        os.kill(p.pid, signal.SIGKILL)
+        p.join()
+        done = threading.Event()
+        def probe():
+            buf.add(obs=np.ones((1, 8)), rew=np.ones(1), priorities=np.ones(1))
+            buf.sample(8)
+            done.set()
+        threading.Thread(target=probe, daemon=True).start()
+        if not done.wait(5):
+            print(f"HUNG after kill {k + 1}", flush=True)
+            os._exit(3)
+    print("no hang", flush=True)
+    os._exit(0)
+"""
+
+
+def test_cpprb_mp_buffer_deadlocks_after_a_writer_is_killed(tmp_path):
+    """Why the shared buffer stays ours: the same kill loop freezes cpprb's
+    MPPrioritizedReplayBuffer (its lock is never given back), usually at the first kill."""
+    pytest.importorskip("cpprb")
+    script = tmp_path / "cpprb_kill.py"
+    script.write_text(_CPPRB_KILL)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 3 and "HUNG after kill" in out.stdout, (out.stdout, out.stderr)
