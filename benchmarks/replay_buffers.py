@@ -4,7 +4,9 @@ One cycle is what the DDPG learner and its actors do per gradient update at the 
 add 24 rows (one decision step of 24 agents), sample 256 rows, update those 256 priorities
 (uniform buffers skip the update). Buffers hold capacity 1M rows of obs_dim 8, act_dim 2
 (3DBall), pre-filled to capacity so sampling runs over full trees. Each buffer is timed for
-``--seconds`` after a warm-up, ``--repeats`` times, interleaved; the median cycles/s is reported.
+``--seconds`` of this process's CPU time after a warm-up, ``--repeats`` times, interleaved; the
+median cycles per CPU-second is the headline (the cores are shared with other work, which skews
+wall-clock rates; those are reported too).
 Everything runs in this one process (the shared-memory buffers pay their locks, not contention).
 
     .venv/bin/python benchmarks/replay_buffers.py [--seconds 2] [--repeats 3] [--capacity 1000000]
@@ -111,7 +113,8 @@ def candidates() -> dict[str, tuple]:
     return found
 
 
-def measure(spec, capacity: int, seconds: float) -> float:
+def measure(spec, capacity: int, seconds: float) -> tuple[float, float]:
+    """(cycles per CPU-second of this process, cycles per wall second)."""
     make, fill, cycle, close = spec
     rng = np.random.default_rng(0)
     buf = make(capacity)
@@ -123,14 +126,14 @@ def measure(spec, capacity: int, seconds: float) -> float:
         batch, prio = _batch(rng, ADD), rng.random(ADD)
         for _ in range(50):  # warm-up
             cycle(buf, batch, prio, rng)
-        n, start = 0, time.perf_counter()
+        n, start, cpu0 = 0, time.perf_counter(), time.process_time()
         while True:
             for _ in range(20):
                 cycle(buf, batch, prio, rng)
             n += 20
-            elapsed = time.perf_counter() - start
-            if elapsed >= seconds:
-                return n / elapsed
+            cpu = time.process_time() - cpu0
+            if cpu >= seconds:
+                return n / cpu, n / (time.perf_counter() - start)
     finally:
         close(buf)
 
@@ -146,22 +149,31 @@ def main(argv: list[str] | None = None) -> dict:
     specs = candidates()
     if args.only:
         specs = {k: v for k, v in specs.items() if any(s in k for s in args.only)}
-    runs: dict[str, list[float]] = {name: [] for name in specs}
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in specs}
+    load_before = os.getloadavg()
     for _ in range(args.repeats):
         for name, spec in specs.items():
             runs[name].append(measure(spec, args.capacity, args.seconds))
-    rows = {name: {"cycles_per_s": statistics.median(v), "runs": v} for name, v in runs.items()}
+    rows = {name: {"cycles_per_cpu_s": statistics.median(c for c, _ in v),
+                   "cycles_per_wall_s": statistics.median(w for _, w in v),
+                   "runs_cycles_per_cpu_s": [round(c, 1) for c, _ in v]}
+            for name, v in runs.items()}
     width = max(map(len, rows))
-    print(f"{'buffer':<{width}}  cycles/s (median of {args.repeats})  runs")
+    print(f"{'buffer':<{width}}  {'cycles/CPU-s':>12}  {'cycles/wall-s':>13}  "
+          f"runs (cycles/CPU-s, median of {args.repeats} shown)")
     for name, row in rows.items():
-        runs_txt = ", ".join(f"{x:,.0f}" for x in row["runs"])
-        print(f"{name:<{width}}  {row['cycles_per_s']:>12,.0f}               {runs_txt}")
+        runs_txt = ", ".join(f"{x:,.0f}" for x in row["runs_cycles_per_cpu_s"])
+        print(f"{name:<{width}}  {row['cycles_per_cpu_s']:>12,.0f}  "
+              f"{row['cycles_per_wall_s']:>13,.0f}  {runs_txt}")
     import cpprb
     result = {
         "cycle": {"add_rows": ADD, "sample": BATCH, "update_priorities": BATCH,
                   "capacity": args.capacity, "obs_dim": OBS_DIM, "act_dim": ACT_DIM,
                   "prefilled": True},
-        "seconds_per_run": args.seconds, "repeats": args.repeats,
+        "cpu_seconds_per_run": args.seconds, "repeats": args.repeats,
+        "load_average_before_after": [load_before, os.getloadavg()],
+        "primary_metric": "cycles_per_cpu_s (CPU time of this process: robust to other "
+                          "processes sharing the cores; wall rates are noisier)",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "numpy": np.__version__, "cpprb": getattr(cpprb, "__version__", "11.0.0")},
         "results": rows,

@@ -28,8 +28,9 @@ with the same bounded waits; a dead holder is then reported (``ReplayLockTimeout
 dead pid) but not recovered.
 
 Memory: each row takes 4·(2·obs_dim + act_dim + 2) bytes (observation stored twice so that a
-truncated episode's final observation fits), plus 16 bytes per leaf of the two priority trees
-(rounded up to a power of two) when prioritised.  ``state_dict()`` copies the filled rows: the
+truncated episode's final observation fits) plus a 1-byte validity flag, plus 16 bytes per leaf
+of the two priority trees (rounded up to a power of two) when prioritised (8 bytes per row with
+the cpprb sampler, plus cpprb's own trees).  ``state_dict()`` copies the filled rows: the
 same cost again, once, in the checkpoint.
 """
 from __future__ import annotations
@@ -201,11 +202,13 @@ class ReplayBuffer:
     (|δ| + eps)^α.  Rows added without priorities get the largest priority seen so far.
     Checkpoint it with ``state_dict()`` (the buffer itself does not pickle: it holds a lock).
 
-    ``sampler`` (prioritised only): ``"numpy"`` walks this module's vectorised sum tree and
-    draws from ``seed`` (reproducible); ``"cpprb"`` keeps the priorities in cpprb's C++ segment
-    trees (faster, see ``benchmarks/replay_buffers.py``) but draws from cpprb's own unseeded
-    generator, so prioritised draws are not reproducible.  Same rows, priorities, weights and
-    ``state_dict`` either way.
+    ``sampler`` (prioritised only): ``"numpy"`` (default) walks this module's vectorised sum
+    tree and draws from ``seed`` (reproducible); ``"cpprb"`` keeps the priorities in cpprb's C++
+    segment trees (the optional ``replay`` extra) but draws from cpprb's own unseeded generator,
+    so prioritised draws are not reproducible.  Same rows, priorities, weights and
+    ``state_dict`` either way.  ``benchmarks/replay_buffers.py`` measured the two within their
+    run-to-run spread of each other at 1M rows (results/replay_buffers.json), so the seeded one
+    is the default.
     """
 
     def __init__(self, capacity: int, obs_dim: int, act_dim: int, seed: int | None = 0, *,
@@ -511,10 +514,11 @@ class ReplayBuffer:
         sum_tree[node] = values
         min_tree[node] = values
         for _ in range(self._depth):
-            node = node >> 1
+            node >>= 1
             left = node << 1
-            sum_tree[node] = sum_tree[left] + sum_tree[left + 1]
-            min_tree[node] = np.minimum(min_tree[left], min_tree[left + 1])
+            right = left + 1
+            sum_tree[node] = sum_tree.take(left) + sum_tree.take(right)
+            min_tree[node] = np.minimum(min_tree.take(left), min_tree.take(right))
 
     def _rebuild_trees(self) -> None:
         """Recomputes every inner node from the leaves (after a writer died mid-update)."""
@@ -539,10 +543,11 @@ class ReplayBuffer:
         mass = (np.arange(batch_size) + self.rng.random(batch_size)) * (total / batch_size)
         node = np.ones(batch_size, np.int64)
         for _ in range(self._depth):  # descend: go right when the mass exceeds the left subtree
-            left = sum_tree[2 * node]
+            node <<= 1
+            left = sum_tree.take(node)
             go_right = mass >= left
-            mass = np.where(go_right, mass - left, mass)
-            node = 2 * node + go_right
+            mass -= left * go_right
+            node += go_right
         # Rounding can walk past the last filled row into empty leaves: clamp back.
         idx = np.minimum(node - self._tree_size, size - 1)
         prob = sum_tree[idx + self._tree_size] / total
