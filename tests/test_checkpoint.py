@@ -31,8 +31,7 @@ def test_save_load_and_keep_last_n(tmp_path):
         path = mgr.save(_state(step), step)
         assert path.name == f"step-{step}.pt"
     names = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
-    assert names == ["latest.json", "step-200.pt", "step-300.pt"]
-    assert json.loads((tmp_path / "checkpoints" / "latest.json").read_text())["step"] == 300
+    assert names == ["step-200.pt", "step-300.pt"]  # no pointer file: the folder is the truth
     assert mgr.latest() == tmp_path / "checkpoints" / "step-300.pt"
     assert mgr.latest_step() == 300
     state = mgr.load()
@@ -48,20 +47,32 @@ def test_steps_sort_numerically_not_by_name(tmp_path):
     assert mgr.latest_step() == 10000
 
 
-def test_corrupt_pointer_and_truncated_file_fall_back(tmp_path):
+def test_unreadable_newest_file_falls_back_to_the_newest_readable(tmp_path, caplog):
     mgr = CheckpointManager(tmp_path, keep=5)
     mgr.save(_state(1), 1)
     mgr.save(_state(2), 2)
     ckpt = tmp_path / "checkpoints"
+    data = (ckpt / "step-2.pt").read_bytes()
+    # a stale or garbage pointer left by an older version is ignored
+    (ckpt / "latest.json").write_text(json.dumps({"step": 1, "file": "step-1.pt"}))
+    assert mgr.latest().name == "step-2.pt"
     (ckpt / "latest.json").write_text("{not json")
     assert mgr.latest().name == "step-2.pt"
-    # a truncated file under a checkpoint name (e.g. copied by hand) is skipped
-    data = (ckpt / "step-2.pt").read_bytes()
+    # a truncated file under a newer checkpoint name (e.g. copied by hand) is skipped, loudly
     (ckpt / "step-3.pt").write_bytes(data[: len(data) // 2])
-    assert mgr.latest().name == "step-2.pt"
-    # a temp file is never a checkpoint
+    with caplog.at_level("WARNING", logger="unity_rl.checkpoint"):
+        assert mgr.latest().name == "step-2.pt"
+    assert "step-3.pt" in caplog.text and "skipped" in caplog.text
+    assert mgr.latest_step() == 2 and mgr.load()["step"] == 2
+    # every step file unreadable: no checkpoint at all, not a crash
+    (ckpt / "step-1.pt").write_bytes(b"garbage")
+    (ckpt / "step-2.pt").write_bytes(data[:100])
+    assert mgr.latest() is None and not mgr.has_checkpoint()
+    with pytest.raises(CheckpointError, match="No checkpoint"):
+        mgr.load()
+    # a temp file is never a checkpoint, even a complete one
     (ckpt / ".step-4.pt.abc.tmp").write_bytes(data)
-    assert mgr.latest().name == "step-2.pt"
+    assert mgr.latest() is None
     with pytest.raises(CheckpointError, match="cannot be read"):
         load_checkpoint(ckpt / "step-3.pt")
 

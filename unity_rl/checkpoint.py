@@ -6,11 +6,12 @@ Contract:
   same folder (``.step-<N>.pt.<random>.tmp``), flushed and fsynced, renamed over the final name
   with ``os.replace`` (atomic on POSIX), and then the folder itself is fsynced so the rename
   survives a power cut.
-- ``checkpoints/latest.json`` (``{"step": N, "file": "step-<N>.pt"}``) is updated the same way
-  after each save. It is a hint: ``latest()`` also scans the folder and returns the newest
-  *readable* checkpoint, so a corrupt or stale pointer (a kill between the two renames) costs
-  nothing. Temporary files are never taken for checkpoints; leftovers of a killed writer are
-  removed by the next ``save``.
+- there is no "latest" pointer file: the folder is the only source of truth. ``latest()``
+  scans it and returns the newest *readable* step file (a file that fails the cheap zip check,
+  e.g. truncated or copied in by hand, is skipped with a warning). One rename per save means
+  there is no second file that a kill could leave stale. A ``latest.json`` left by older
+  versions is ignored. Temporary files never match the step-file pattern and are never taken
+  for checkpoints; leftovers of a killed writer are removed by the next ``save``.
 - the newest ``keep`` checkpoints are kept (``keep <= 0`` keeps all), as ML-Agents'
   ``keep_checkpoints``.
 - ``load`` uses ``torch.load(weights_only=False)`` because a state holds numpy arrays and RNG
@@ -21,7 +22,7 @@ same time and always see a complete file.
 """
 from __future__ import annotations
 
-import json
+import logging
 import os
 import re
 import tempfile
@@ -31,8 +32,9 @@ from typing import Any
 
 import torch
 
+logger = logging.getLogger(__name__)
+
 CHECKPOINT_DIR = "checkpoints"
-LATEST_FILE = "latest.json"
 _STEP_FILE = re.compile(r"^step-(\d+)\.pt$")
 
 
@@ -116,8 +118,6 @@ class CheckpointManager:
         self._remove_stale_temps()
         path = self.dir / f"step-{step}.pt"
         atomic_write(path, lambda f: torch.save(state, f))
-        pointer = json.dumps({"step": step, "file": path.name}).encode()
-        atomic_write(self.dir / LATEST_FILE, lambda f: f.write(pointer))
         self._prune(protect=path)
         return path
 
@@ -152,26 +152,17 @@ class CheckpointManager:
                 found.append((int(match.group(1)), path))
         return sorted(found)
 
-    def pointer(self) -> Path | None:
-        """The file named by latest.json, or None when the pointer is missing or corrupt."""
-        try:
-            data = json.loads((self.dir / LATEST_FILE).read_text())
-            name = str(data["file"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
-        return self.dir / name if _STEP_FILE.match(name) else None
-
     def latest(self) -> Path | None:
-        """The newest complete checkpoint, or None when there is none.
+        """The newest readable checkpoint (highest step), or None when there is none.
 
-        Normally the file latest.json names. The folder is the source of truth, though: a step
-        file newer than the pointer (a kill between the checkpoint's rename and the pointer's)
-        wins, and a corrupt pointer or an unreadable file falls back to the newest readable
-        step file. Temporary files never match the step-file pattern.
+        Scans the folder: step files are tried newest first and the first that passes
+        ``is_readable_checkpoint`` wins; each unreadable one is skipped with a warning.
+        Temporary files never match the step-file pattern.
         """
         for _, path in reversed(self.checkpoints()):
             if is_readable_checkpoint(path):
                 return path
+            logger.warning("checkpoint '%s' is incomplete or corrupt: skipped", path)
         return None
 
     def latest_step(self) -> int | None:
