@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 
 from unity_rl import cli
+from tests.runtime.helpers import live_descendants
 from unity_rl.checkpoint import CheckpointManager
+from unity_rl.runtime.trainer import training_sections
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG = REPO_ROOT / "configs" / "ppo" / "3dball.yaml"
@@ -109,19 +111,28 @@ def test_behavior_flag_keeps_that_behavior_only(tmp_path, fake_build):
     args = cli.build_parser().parse_args(["train", str(two), "--env", str(fake_build),
                                           "--behavior", "Other?team=0"])
     cfg, _, _ = cli.resolve_train_config(args)
-    assert list(cfg.behaviors) == ["Other"] and cfg.behaviors["Other"].max_steps == 7
+    assert cfg.unity_rl.behavior == "Other?team=0"
+    sections, default = training_sections(cfg)
+    assert list(sections) == ["Other"] and sections["Other"].max_steps == 7 and default is None
 
 
-def test_two_behaviors_without_behavior_flag_is_a_clear_error(tmp_path, fake_build, capsys):
-    import yaml
-
-    data = yaml.safe_load(CONFIG.read_text())
-    data["behaviors"]["Other"] = data["behaviors"]["3DBall"]
-    two = tmp_path / "two.yaml"
-    two.write_text(yaml.safe_dump(data))
-    code = cli.main(["train", str(two), "--env", str(fake_build),
+def test_behavior_flag_without_settings_is_a_clear_error(tmp_path, fake_build, capsys):
+    code = cli.main(["train", str(CONFIG), "--env", str(fake_build), "--behavior", "Nope",
                      "--results-dir", str(tmp_path / "results")])
-    assert "one behavior per run" in _clean_error(code, capsys.readouterr().err)
+    message = _clean_error(code, capsys.readouterr().err)
+    assert "--behavior Nope" in message and "3DBall" in message
+
+
+@pytest.mark.slow
+def test_a_build_behavior_without_settings_is_a_clear_error(tmp_path, free_base_port, capsys):
+    basic_only = tmp_path / "basic.yaml"
+    basic_only.write_text("behaviors:\n  Basic:\n    trainer_type: ppo\n")
+    code = cli.main(["train", str(basic_only), "--env", str(REPO_ROOT / "unity_builds" / "TwoBehaviors"),
+                     "--base-port", str(free_base_port(1)), "--no-graphics",
+                     "--results-dir", str(tmp_path / "results")])
+    message = _clean_error(code, capsys.readouterr().err)
+    assert "behavior '3DBall?team=0'" in message and "behaviors.3DBall" in message
+    assert live_descendants() == []
 
 
 # -- clear errors -------------------------------------------------------------------------------

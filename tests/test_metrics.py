@@ -26,8 +26,8 @@ def test_csv_and_tensorboard_contents(tmp_path):
         metrics.record_episodes([5.0], [50])
         metrics.log(1000, {"Losses/Value Loss": 1.0})
 
-    rows = read_progress(tmp_path / "progress.csv")
-    header = (tmp_path / "progress.csv").read_text().splitlines()[0].split(",")
+    rows = read_progress(tmp_path / "3DBall" / "progress.csv")
+    header = (tmp_path / "3DBall" / "progress.csv").read_text().splitlines()[0].split(",")
     assert tuple(header) == CSV_COLUMNS
     assert [r["agent_steps"] for r in rows] == [500, 1000]
     assert [r["episodes"] for r in rows] == [2, 3]
@@ -38,15 +38,15 @@ def test_csv_and_tensorboard_contents(tmp_path):
     assert rows[1]["wall_seconds"] >= rows[0]["wall_seconds"] >= 0
 
     tb = _scalars(tmp_path / "3DBall")
-    # per-log means, as ML-Agents' per-summary Cumulative Reward
-    assert tb["Environment/Cumulative Reward"] == [(500, 2.0), (1000, 5.0)]
-    assert tb["Environment/Episode Length"] == [(500, 20.0), (1000, 50.0)]
-    assert tb["Environment/Cumulative Reward (last 100)"][-1] == (1000, 3.0)
-    assert tb["Losses/Policy Loss"] == [(500, 0.5)]
-    assert tb["Losses/Value Loss"] == [(500, 2.0), (1000, 1.0)]
-    assert tb["Policy/Learning Rate"][0][0] == 500
-    assert tb["Policy/Lag"] == [(500, 1.0)]
-    assert [s for s, _ in tb["Environment/Agent Steps Per Second"]] == [500, 1000]
+    # one point per summary_freq window (ML-Agents): means of its episodes and of its logs
+    assert tb["Environment/Cumulative Reward"] == [(1000, 3.0)]
+    assert tb["Environment/Episode Length"] == [(1000, 30.0)]
+    assert tb["Environment/Cumulative Reward (last 100)"] == [(1000, 3.0)]
+    assert tb["Losses/Policy Loss"] == [(1000, 0.5)]
+    assert tb["Losses/Value Loss"] == [(1000, 1.5)]            # mean of 2.0 and 1.0
+    assert tb["Policy/Learning Rate"] == [(1000, pytest.approx(3e-4))]
+    assert tb["Policy/Lag"] == [(1000, 1.0)]
+    assert [s for s, _ in tb["Environment/Agent Steps Per Second"]] == [1000]
 
     text = out.getvalue()
     assert ("[INFO] 3DBall. Step: 1000. Time Elapsed: " in text
@@ -83,7 +83,7 @@ def test_resume_appends_and_drops_lost_rows(tmp_path):
         for step in (100, 200, 300):
             metrics.log(step)
         saved = metrics.state_dict()  # pretend the checkpoint was taken at step 200
-    with open(tmp_path / "progress.csv", "a") as f:
+    with open(tmp_path / "policy" / "progress.csv", "a") as f:
         f.write("400,9.0,1")  # a row torn by SIGKILL
     resumed = MetricsWriter(tmp_path, 100, 1000, console=False, start_step=200,
                             start_wall=50.0)
@@ -91,7 +91,7 @@ def test_resume_appends_and_drops_lost_rows(tmp_path):
     resumed.record_episodes([3.0], [5])
     resumed.log(250)
     resumed.close()
-    rows = read_progress(tmp_path / "progress.csv")
+    rows = read_progress(tmp_path / "policy" / "progress.csv")
     assert [r["agent_steps"] for r in rows] == [100, 200, 250]
     assert rows[-1]["wall_seconds"] >= 50.0
     assert rows[-1]["episodes"] == 2 and rows[-1]["mean_return"] == 2.0

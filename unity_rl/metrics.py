@@ -2,12 +2,17 @@
 
 Contract:
 - step counts are agent-steps (one per agent decision), as in mlagents-learn;
+- one writer per behavior: TensorBoard events and ``progress.csv`` go to
+  ``<run_dir>/<behavior_name>/`` (ML-Agents' layout);
 - ``record_episodes(returns, lengths)`` feeds finished episodes; ``log(agent_steps, scalars)``
   writes one row of ``progress.csv`` (flushed at once), the TensorBoard scalars, and the console
   progress. ``mean_return`` in the CSV is over the last 100 episodes (the benchmark's target);
-  TensorBoard's ``Environment/Cumulative Reward`` and ``Environment/Episode Length`` are the
-  means of the episodes finished since the previous ``log`` (ML-Agents' per-summary semantics),
-  and ``Environment/Cumulative Reward (last 100)`` is the rolling value;
+  TensorBoard is written once per ``summary_freq`` window, as ML-Agents does: at the first
+  ``log`` past a multiple of ``summary_freq``, labelled with that multiple,
+  ``Environment/Cumulative Reward`` and ``Environment/Episode Length`` are the means of the
+  episodes finished in the window and every learner scalar is its mean over the window's logs;
+  ``Environment/Cumulative Reward (last 100)`` is the rolling value. ``close`` writes a last,
+  partial window (labelled with the last step) so that short runs are not empty;
 - learner scalars keep names that already have a section (``"Losses/Value Loss"``); the plain
   names learners tend to return (``policy_loss``, ``learning_rate``, ...) are mapped onto
   ML-Agents' names by ``tensorboard_name``; ``policy_lag`` (or ``Policy/Lag``) also fills the
@@ -106,7 +111,10 @@ class MetricsWriter:
         self.episodes = 0
         self._window_returns: collections.deque[float] = collections.deque(maxlen=RETURN_WINDOW)
         self._window_lengths: collections.deque[float] = collections.deque(maxlen=RETURN_WINDOW)
-        self._since_log: list[tuple[float, float]] = []      # episodes since the last log()
+        self._tb_episodes: list[tuple[float, float]] = []    # episodes of the TensorBoard window
+        self._tb_sums: dict[str, list[float]] = {}           # tag -> [sum, count] in the window
+        self._tb_bucket = self.start_step // self.summary_freq
+        self._last_step = self.start_step
         self._since_summary: list[float] = []                # returns since the last summary
         self._last_log = (self.start_step, 0.0)               # (agent_steps, elapsed) at last log
         self._last_summary_bucket = self.start_step // self.summary_freq
@@ -114,7 +122,8 @@ class MetricsWriter:
         self._live_width = 0
         self._closed = False
 
-        self.csv_path = self.run_dir / CSV_NAME
+        self.csv_path = self.run_dir / behavior_name / CSV_NAME
+        self.csv_path.parent.mkdir(parents=True, exist_ok=True)
         self._csv_file = self._open_csv()
         self._csv = csv.writer(self._csv_file)
         self._tb = None
@@ -167,7 +176,7 @@ class MetricsWriter:
         self.episodes += len(returns)
         self._window_returns.extend(returns)
         self._window_lengths.extend(lengths)
-        self._since_log.extend(zip(returns, lengths))
+        self._tb_episodes.extend(zip(returns, lengths))
         self._since_summary.extend(returns)
 
     @property
@@ -205,32 +214,44 @@ class MetricsWriter:
         self._csv_file.flush()
 
         if self._tb is not None:
-            self._write_tensorboard(agent_steps, scalars, rate, lag)
-        self._since_log.clear()
+            self._window_scalars(scalars, rate, lag)
+            bucket = agent_steps // self.summary_freq
+            if bucket > self._tb_bucket:
+                self._tb_bucket = bucket
+                self._write_tensorboard(bucket * self.summary_freq)
+        self._last_step = agent_steps
         if self.console:
             self._console(agent_steps, now)
         return row
 
-    def _write_tensorboard(self, step: int, scalars: dict, rate: float, lag: float) -> None:
+    def _window_scalars(self, scalars: dict, rate: float, lag: float) -> None:
+        """Adds one log's scalars to the TensorBoard window's sums."""
+        values = {"Environment/Agent Steps Per Second": rate, "Policy/Lag": lag}
+        for key, value in scalars.items():
+            try:
+                values[tensorboard_name(key)] = float(value)
+            except (TypeError, ValueError):
+                continue
+        for tag, value in values.items():
+            if math.isfinite(value):
+                total = self._tb_sums.setdefault(tag, [0.0, 0])
+                total[0] += value
+                total[1] += 1
+
+    def _write_tensorboard(self, step: int) -> None:
+        """Writes the window's means at ``step`` and starts a new window."""
         tb = self._tb
-        if self._since_log:
-            returns, lengths = zip(*self._since_log)
+        if self._tb_episodes:
+            returns, lengths = zip(*self._tb_episodes)
             tb.add_scalar("Environment/Cumulative Reward", float(np.mean(returns)), step)
             tb.add_scalar("Environment/Episode Length", float(np.mean(lengths)), step)
         if self._window_returns:
             tb.add_scalar("Environment/Cumulative Reward (last 100)", self.mean_return, step)
-        if math.isfinite(rate):
-            tb.add_scalar("Environment/Agent Steps Per Second", rate, step)
-        if math.isfinite(lag):
-            tb.add_scalar("Policy/Lag", float(lag), step)
-        for key, value in scalars.items():
-            try:
-                value = float(value)
-            except (TypeError, ValueError):
-                continue
-            if math.isfinite(value):
-                tb.add_scalar(tensorboard_name(key), value, step)
+        for tag, (total, count) in self._tb_sums.items():
+            tb.add_scalar(tag, total / count, step)
         tb.flush()
+        self._tb_episodes.clear()
+        self._tb_sums.clear()
 
     def _console(self, agent_steps: int, now: float) -> None:
         bucket = agent_steps // self.summary_freq
@@ -320,6 +341,8 @@ class MetricsWriter:
             self._print("\n")
         self._csv_file.close()
         if self._tb is not None:
+            if self._tb_episodes or self._tb_sums:  # the last, partial window
+                self._write_tensorboard(self._last_step)
             self._tb.close()
 
     def __enter__(self) -> "MetricsWriter":

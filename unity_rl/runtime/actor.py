@@ -121,6 +121,10 @@ class StreamSettings:
             other_behaviors=self.other_behaviors, restart_quota=RestartQuota(*self.restart_quota))
 
 
+class BehaviorSettingsError(ValueError):
+    """The builds have a behavior the config has no settings for (raised by ``plan_for``)."""
+
+
 @dataclass(frozen=True)
 class ActorSpec:
     """Everything one actor needs, as the wiring hands it to a backend."""
@@ -147,14 +151,14 @@ class ActorSpec:
         return self.stream_factory() if self.stream_factory is not None else self.stream.open()
 
     def plan_for(self, behavior: str) -> BehaviorPlan:
-        """The plan of a behavior (full name); ``ValueError`` naming it when there is none."""
+        """The plan of a behavior (full name); ``BehaviorSettingsError`` when there is none."""
         for name, plan in self.plans:
             if name in (behavior, behavior.split("?", 1)[0]):
                 return plan
         if self.default_plan is not None:
             return self.default_plan
         known = [name for name, _ in self.plans]
-        raise ValueError(f"the builds have behavior '{behavior}' but the config has no settings "
+        raise BehaviorSettingsError(f"the builds have behavior '{behavior}' but the config has no settings "
                          f"for it (sections: {known}): add behaviors.{behavior.split('?', 1)[0]} "
                          f"or default_settings, or train only some behaviors with --behavior")
 

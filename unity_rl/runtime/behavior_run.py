@@ -59,7 +59,7 @@ class BehaviorRun:
         from unity_rl.metrics import MetricsWriter
 
         self.metrics = MetricsWriter(
-            self.run_dir / self.out_name, self.settings.summary_freq, self.settings.max_steps,
+            self.run_dir, self.settings.summary_freq, self.settings.max_steps,
             console=console, start_step=self.agent_steps, start_wall=wall_seconds,
             behavior_name=self.out_name)
 

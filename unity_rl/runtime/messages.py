@@ -142,13 +142,15 @@ class Report(NamedTuple):
 class ActorFailedError(RuntimeError):
     """An actor raised, died or stopped answering; the message names it and says why."""
 
-    def __init__(self, actor_id: int, reason: str):
+    def __init__(self, actor_id: int, reason: str, error: ActorError | None = None):
         super().__init__(f"actor {actor_id} failed: {reason}")
         self.actor_id = actor_id
         self.reason = reason
+        self.error = error
+        """The exception the actor reported (None: it died or hung without one)."""
 
     @classmethod
     def from_error(cls, error: ActorError) -> "ActorFailedError":
         return cls(error.actor_id, f"{error.exc_type}: {error.message}\n"
                                    f"--- traceback in actor {error.actor_id} ---\n"
-                                   f"{error.traceback.rstrip()}")
+                                   f"{error.traceback.rstrip()}", error)

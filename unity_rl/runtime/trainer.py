@@ -457,8 +457,9 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
             except KeyboardInterrupt:
                 interrupted = save_at_end = True
                 logger.info("interrupted: stopping actors and saving")
-            except ActorFailedError:
+            except ActorFailedError as err:
                 save_at_end = True
+                _raise_config_error(cfg, err)
                 raise
             finally:
                 with _shielded():
@@ -477,6 +478,12 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
     if not run.ready:  # interrupted while the builds were starting: nothing trained
         raise KeyboardInterrupt("interrupted before training started")
     return run.result(wall_seconds, policies, interrupted)
+
+
+def _raise_config_error(cfg: RunConfig, err: ActorFailedError) -> None:
+    """An actor that found a behavior without settings is a configuration error, said as one."""
+    if err.error is not None and err.error.exc_type.endswith(".BehaviorSettingsError"):
+        raise ConfigError(cfg.source or "<config>", None, "behaviors", err.error.message) from None
 
 
 def _finish_backend(backend: ActorBackend) -> None:
