@@ -136,6 +136,23 @@ def build_parser() -> argparse.ArgumentParser:
                        help="delete an existing run folder of the same --run-id and start afresh")
     train.add_argument("--results-dir", metavar="DIR", help="folder that holds run folders (default results)")
     train.add_argument("--max-steps", type=int, metavar="N", help="agent-steps to train for (overrides max_steps)")
+    train.add_argument("--initialize-from", metavar="RUN_ID",
+                       help="start from the latest checkpoint of that run (under --results-dir), "
+                            "with fresh step counts")
+    train.add_argument("--inference", action="store_true", default=None,
+                       help="run the policies of --resume / --initialize-from without training")
+    engine = train.add_argument_group("engine settings (sent to every build, as mlagents-learn)")
+    engine.add_argument("--width", type=int, metavar="PX", help="window width (default 84)")
+    engine.add_argument("--height", type=int, metavar="PX", help="window height (default 84)")
+    engine.add_argument("--quality-level", type=int, metavar="Q", help="Unity quality level (default 5)")
+    engine.add_argument("--target-frame-rate", type=int, metavar="FPS",
+                        help="Unity target frame rate, -1 unlimited (default -1)")
+    engine.add_argument("--capture-frame-rate", type=int, metavar="FPS",
+                        help="Unity capture frame rate (default 60)")
+    engine.add_argument("--no-graphics-monitor", action="store_true", default=None,
+                        help="render only the first build (worker 0); the others run -nographics")
+    engine.add_argument("--num-areas", type=int, metavar="N",
+                        help="training areas each build instantiates (default 1)")
     train.add_argument("--behavior", metavar="NAME",
                        help="train only this behavior (default: every behavior of the build, "
                             "each with its config section); the others' agents get zero actions")
@@ -243,6 +260,11 @@ def _train_overrides(args: argparse.Namespace, env_path: str | None) -> dict[str
         "torch_device": args.torch_device, "debug": args.debug,
         "mode": args.mode, "num_actors": args.num_actors, "backend": args.backend,
         "ray_address": args.ray_address, "max_steps": args.max_steps, "behavior": args.behavior,
+        "initialize_from": args.initialize_from, "inference": args.inference,
+        "width": args.width, "height": args.height, "quality_level": args.quality_level,
+        "target_frame_rate": args.target_frame_rate,
+        "capture_frame_rate": args.capture_frame_rate,
+        "no_graphics_monitor": args.no_graphics_monitor, "num_areas": args.num_areas,
     }
     if args.resume:
         values.update(resume=True, force=False)
@@ -300,7 +322,7 @@ def write_run_config(cfg, run_dir: Path) -> Path:
     from unity_rl.config import config_to_yaml
 
     clean = dataclasses.replace(cfg, checkpoint_settings=dataclasses.replace(
-        cfg.checkpoint_settings, resume=False, force=False))
+        cfg.checkpoint_settings, resume=False, force=False, inference=False))
     text = config_to_yaml(clean).encode("utf-8")
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / CONFIG_FILE
@@ -320,30 +342,52 @@ def _check_layout(cfg) -> None:
         raise CliError(str(err)) from None
 
 
+def _check_initialize_from(cfg) -> None:
+    """--initialize-from names a run with a checkpoint (checked before anything is written)."""
+    from unity_rl.checkpoint import CheckpointManager
+
+    ck = cfg.checkpoint_settings
+    if ck.initialize_from is None:
+        return
+    source = Path(ck.results_dir) / ck.initialize_from
+    if CheckpointManager(source).latest() is None:
+        raise CliError(f"--initialize-from {ck.initialize_from}: there is no checkpoint in "
+                       f"'{source / 'checkpoints'}'. Check the run id and --results-dir.")
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     cfg, run_dir, resume = resolve_train_config(args)
     _setup_logging(cfg.debug)
     _check_layout(cfg)
+    _check_initialize_from(cfg)
     _check_ports(cfg)  # before --force wipes anything
     prepare_run_dir(run_dir, resume=resume, force=bool(cfg.checkpoint_settings.force))
-    write_run_config(cfg, run_dir)
+    config_path = write_run_config(cfg, run_dir)
+    from unity_rl.checkpoint import CheckpointManager
     from unity_rl.runtime.trainer import train
 
-    result = train(cfg, run_dir, resume=resume)
+    try:
+        result = train(cfg, run_dir, resume=resume)
+    except BaseException:
+        if not resume and CheckpointManager(run_dir).latest() is None:
+            config_path.unlink(missing_ok=True)  # nothing trained: a retry needs no --force
+        raise
     _print_train_result(result, run_dir)
     return 130 if result.interrupted else 0
 
 
 def _print_train_result(result: Any, run_dir: Path) -> None:
-    """One closing line: where things are and how far the run got."""
+    """A closing line per behavior and one for the run: where things are, how far it got."""
+    for name, part in sorted(result.behaviors.items()):
+        line = f"[INFO] {name}: {part.agent_steps} agent-steps, {part.episodes} episodes"
+        if math.isfinite(part.mean_return):
+            line += f", mean return (last 100 episodes) {part.mean_return:.3f}"
+        if part.policy_path is not None:
+            line += f", policy {part.policy_path}"
+        print(line + ".", flush=True)
     status = "Interrupted" if result.interrupted else "Finished"
     parts = [f"{status} after {result.agent_steps} agent-steps in {result.wall_seconds:.1f} s",
-             f"{result.episodes} episodes"]
-    if math.isfinite(result.mean_return):
-        parts.append(f"mean return (last 100 episodes) {result.mean_return:.3f}")
-    parts.append(f"run folder {run_dir}")
-    if result.policy_path is not None:
-        parts.append(f"policy {result.policy_path}")
+             f"run folder {run_dir}"]
     print("[INFO] " + ". ".join(parts) + ".", flush=True)
     if result.interrupted:
         print(f"[INFO] Continue with: unity-rl train --resume --run-id {run_dir.name} "

@@ -319,6 +319,11 @@ class CheckpointConfig:
     """Overwrite an existing run folder of the same run_id."""
     results_dir: str = "results"
     """Folder that holds the run folders."""
+    initialize_from: str | None = None
+    """Run id (under results_dir) whose latest checkpoint's learners start this run; the step
+    counts, schedules' progress and statistics start afresh."""
+    inference: bool = False
+    """Run the policies without training (weights from --resume or --initialize-from)."""
 
     def __post_init__(self) -> None:
         s = "checkpoint_settings"
@@ -328,6 +333,12 @@ class CheckpointConfig:
         _check(bool(self.results_dir), s, "results_dir", "a non-empty path", self.results_dir)
         _check(not (self.resume and self.force), s, "force",
                "false when resume is true (resume continues a run, force overwrites it)", self.force)
+        _check(self.initialize_from is None or (bool(self.initialize_from) and not self.resume),
+               s, "initialize_from", "a run id, and not together with resume",
+               self.initialize_from)
+        _check(not self.inference or self.resume or self.initialize_from is not None, s,
+               "inference", "used with resume or initialize_from (the weights to run)",
+               self.inference)
 
 
 _DEVICE = re.compile(r"^(cpu|cuda(:\d+)?|mps)$")
@@ -365,6 +376,9 @@ class UnityRLConfig:
     """torch intra-op threads of the learner (actors always use 1)."""
     behavior: str | None = None
     """Train only this behavior (--behavior); the agents of the others get zero actions."""
+    trajectory_cuts: Literal["time_horizon", "segment"] = "time_horizon"
+    """'time_horizon': cut trajectories only at time_horizon or an episode end (ML-Agents);
+    'segment': also at every segment end (each actor's share of a buffer)."""
 
     def __post_init__(self) -> None:
         s = "unity_rl"
@@ -379,6 +393,8 @@ class UnityRLConfig:
                "null unless backend is 'ray'", self.ray_address)
         _check(_is_int(self.torch_threads) and self.torch_threads >= 1, s, "torch_threads",
                "an int >= 1", self.torch_threads)
+        _check(self.trajectory_cuts in ("time_horizon", "segment"), s, "trajectory_cuts",
+               "'time_horizon' or 'segment'", self.trajectory_cuts)
 
     def resolve_segment_steps(self, behavior: BehaviorConfig) -> int:
         """segment_steps, or its default: PPO buffer_size / num_actors (rounded up); DDPG 256."""
@@ -494,8 +510,7 @@ _UNSUPPORTED: dict[str, dict[str, tuple]] = {
     "ppo": {"shared_critic": (False,)},
     "network": {"memory": (None,), "goal_conditioning_type": ("hyper",), "deterministic": (False,)},
     "reward_signals": {"curiosity": (), "gail": (), "rnd": ()},
-    "checkpoint": {"initialize_from": (None,), "load_model": (False,), "train_model": (False,),
-                   "inference": (False,)},
+    "checkpoint": {"load_model": (False,), "train_model": (False,)},
     "top": {"curriculum": (), "parameter_randomization": ()},
 }
 

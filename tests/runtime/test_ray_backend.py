@@ -21,7 +21,7 @@ import time
 import psutil
 import pytest
 
-from tests.runtime.fakes import FakeStream
+from tests.runtime.fakes import BEHAVIOR, FakeStream
 from tests.runtime.helpers import REPO_ROOT, live_descendants, tiny_config
 from unity_rl.algos.nets import NetworkConfig
 from unity_rl.algos.ppo import PPOConfig, PPOLearner
@@ -31,7 +31,8 @@ from unity_rl.metrics import read_progress
 from unity_rl.runtime import trainer
 from unity_rl.runtime.actor import ActorSpec, StreamSettings
 from unity_rl.runtime.backend import make_backend
-from unity_rl.runtime.messages import ActorFailedError, PolicyWeights
+from unity_rl.runtime.algorithm import BehaviorPlan
+from unity_rl.runtime.messages import ActorFailedError, BehaviorWeights, PolicyWeights
 from unity_rl.runtime.policies import ppo_policy
 
 ray = pytest.importorskip("ray")
@@ -104,7 +105,7 @@ def kill_when_training(backends, run_dir, actor_id: int, how: str, rows: int = 2
     facts: dict = {}
 
     def run() -> None:
-        csv = run_dir / "progress.csv"
+        csv = run_dir / "3DBall" / "progress.csv"
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if backends and csv.exists() and len(csv.read_text().splitlines()) > rows:
@@ -127,18 +128,19 @@ def kill_when_training(backends, run_dir, actor_id: int, how: str, rows: int = 2
 
 
 def fake_spec(actor_id: int, *, sync: bool, **stream_kwargs) -> ActorSpec:
+    plan = BehaviorPlan(functools.partial(ppo_policy, network_cfg=NET), 64, 16)
     return ActorSpec(
-        actor_id=actor_id, stream=StreamSettings("fake"),
-        policy_factory=functools.partial(ppo_policy, network_cfg=NET),
-        segment_steps=64, time_horizon=16, wait_for_new_weights=sync, seed=actor_id,
+        actor_id=actor_id, stream=StreamSettings("fake"), plans=(("Fake", plan),),
+        wait_for_new_weights=sync, seed=actor_id,
         stream_factory=functools.partial(FakeStream, seed=actor_id, build=actor_id,
                                          **stream_kwargs))
 
 
 def weights_for(info, version: int) -> PolicyWeights:
-    learner = PPOLearner(info.obs_dim, info.action_spec,
-                         PPOConfig(buffer_size=128, minibatch_size=32), NET, num_threads=1, seed=0)
-    return PolicyWeights(version, learner.weights())
+    fake = info.behaviors[BEHAVIOR]
+    learner = PPOLearner(fake.obs_shapes, fake.action_spec,
+                         PPOConfig(buffer_size=128, minibatch_size=32), NET, seed=0)
+    return PolicyWeights(version, {BEHAVIOR: BehaviorWeights(version, learner.weights())})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -156,7 +158,7 @@ def test_sync_ppo_runs_on_both_nodes(ray_cluster, backends, tmp_path, free_base_
     nodes = backend.node_ids()
     assert len(set(nodes)) == 2, nodes            # SPREAD: one actor on each node
     assert backend.restarts == 0
-    rows = read_progress(tmp_path / "run" / "progress.csv")
+    rows = read_progress(tmp_path / "run" / "3DBall" / "progress.csv")
     assert len(rows) == result.policy_version
     assert all(r["policy_lag"] == 0 for r in rows)  # sync stays lockstep over Ray
     assert result.policy_path.exists() and result.torch_policy_path.exists()
@@ -182,7 +184,7 @@ def test_killed_actor_is_replaced_and_the_run_finishes(mode, how, ray_cluster, b
     assert not result.interrupted and result.agent_steps >= 4800
     [backend] = backends
     assert backend.restarts == 1 and backend.actor_restarts() == [1, 0]
-    rows = read_progress(run_dir / "progress.csv")
+    rows = read_progress(run_dir / "3DBall" / "progress.csv")
     assert len(rows) == result.policy_version > facts["updates"]  # the learner kept training
     if mode == "sync":
         # every round needs a segment of each actor: the replacement took part in the rest
@@ -233,7 +235,7 @@ train(cfg, Path(sys.argv[1]), resume=False, console=False)
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
-        csv = run_dir / "progress.csv"
+        csv = run_dir / "3DBall" / "progress.csv"
         while not (csv.exists() and len(csv.read_text().splitlines()) > 2):
             assert proc.poll() is None, proc.communicate()[1][-3000:]
             assert time.monotonic() < deadline, "the run did not train"
@@ -303,13 +305,16 @@ def test_actor_exception_carries_its_traceback_and_stop_is_idempotent(ray_cluste
     backend = make_backend("ray", specs, address=ray_cluster.address)
     try:
         infos = backend.start()
-        assert [i.actor_id for i in infos] == [0, 1] and infos[0].num_agents == 4
-        assert backend.receive(timeout=0) is None     # nothing asked for yet: no segment
+        assert [i.actor_id for i in infos] == [0, 1]
+        assert infos[0].behaviors[BEHAVIOR].num_agents == 4
+        assert backend.receive(timeout=0) is None     # nothing asked for yet: no rollout
         backend.broadcast(weights_for(infos[0], 3))
         with pytest.raises(ActorFailedError) as failure:
             for _ in range(20):
-                segment = backend.receive(timeout=30)
-                assert segment.actor_id == 0 and segment.policy_version == 3
+                rollout = backend.receive(timeout=30)
+                segment = rollout.segments[BEHAVIOR]
+                assert rollout.actor_id == 0 and rollout.publication == 3
+                assert segment.policy_version == 3
                 assert segment.trajectories[0].obs.flags.writeable
     finally:
         backend.stop()
@@ -333,8 +338,8 @@ started = ray.is_initialized()
 backend.broadcast(weights_for(infos[0], 0))
 got = sorted(backend.receive(timeout=60).actor_id for _ in range(2))
 backend.broadcast(weights_for(infos[0], 1))
-again = sorted((s.actor_id, s.policy_version) for s in (backend.receive(timeout=60),
-                                                          backend.receive(timeout=60)))
+again = sorted((r.actor_id, r.publication) for r in (backend.receive(timeout=60),
+                                                       backend.receive(timeout=60)))
 backend.stop()
 print(json.dumps({"started": started, "got": got, "again": again,
                   "after": ray.is_initialized()}))

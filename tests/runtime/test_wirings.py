@@ -60,12 +60,41 @@ def test_actor_collects_segments_tagged_with_its_weights_version():
     assert rollout.publication == 3
     segment = rollout.segments[BEHAVIOR]
     assert segment.policy_version == 7
-    assert 50 <= segment.agent_steps < 50 + fake.num_agents
+    # only finished trajectories (time horizon 16 or an episode end): one step can finish
+    # up to one 16-step piece per agent
+    assert 50 <= segment.agent_steps < 50 + 16 * fake.num_agents
     assert segment.agent_steps == sum(len(t.rewards) for t in segment.trajectories)
-    assert all(len(t.rewards) <= 16 for t in segment.trajectories)
+    lengths = [len(t.rewards) for t in segment.trajectories]
+    assert max(lengths) == 16 and all(n == 16 or t.terminated or n < 16
+                                      for n, t in zip(lengths, segment.trajectories))
     stream = actor.stream
     actor.close()
     assert stream.closed
+
+
+def test_segment_cuts_follow_time_horizon_unless_asked_to_cut_at_segment_end():
+    def collect(cut: bool):
+        cut_plan = plan(40)._replace(time_horizon=1000, cut_at_segment_end=cut)
+        actor = Actor(ActorSpec(actor_id=0, stream=StreamSettings("fake"),
+                                plans=(("Fake", cut_plan),), wait_for_new_weights=True,
+                                stream_factory=functools.partial(FakeStream, max_step=1000)))
+        info = actor.start()
+        actor.set_weights(weights_of(host_for(info.behaviors[BEHAVIOR]), 1))
+        segment = actor.collect().segments[BEHAVIOR]
+        actor.close()
+        return segment
+
+    # ML-Agents: with a horizon of 1000 a trajectory ends only with its episode (the fake's
+    # agents fall after a few dozen steps): one trajectory per finished episode, each terminated
+    whole = collect(False)
+    assert whole.agent_steps >= 40
+    assert len(whole.trajectories) == len(whole.episode_returns)
+    assert all(t.terminated for t in whole.trajectories)
+    assert [len(t.rewards) for t in whole.trajectories] == whole.episode_lengths
+    # segment cuts: every open trajectory is cut too (not terminated: bootstrapped)
+    cut = collect(True)
+    assert len(cut.trajectories) > len(cut.episode_returns)
+    assert sum(not t.terminated for t in cut.trajectories) >= 4 - len(cut.episode_returns)
 
 
 def test_actor_steps_every_behavior_and_sync_waits_for_each_segment():

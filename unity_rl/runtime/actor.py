@@ -7,12 +7,15 @@ Contract:
   naming the behavior), a ``TrajectoryCollector`` and the latest observations;
 - every stream step acts for every agent of every lane that requests a decision, one batched
   ``policy.act`` call per lane (rows are independent: agent order and count may change);
-- ``collect()`` returns a ``Rollout``: one ``Segment`` per lane. A sync collection ends when
-  every lane has completed its ``segment_steps`` agent-steps (or one lane has
+- ``collect()`` returns a ``Rollout``: one ``Segment`` per lane, holding the trajectories
+  finished since the last one (cut at ``time_horizon`` or an episode end; with
+  ``BehaviorPlan.cut_at_segment_end`` every open trajectory is cut too). A sync collection ends
+  when every lane has ``segment_steps`` agent-steps in it (or one lane has
   ``SEGMENT_OVERRUN`` times its own, so a behavior whose agents stopped deciding cannot stall
-  the others); an async one as soon as any lane has. Weights change only between collections,
-  so each segment was acted with one version of its behavior (an action still waiting for its
-  reward at the end opens the agent's next piece and keeps the logprob of the policy that took it);
+  the others); an async one as soon as any lane has. Weights change only between collections;
+  a segment is tagged with the version its lane acts with when it is sent (a trajectory that
+  grew over several collections holds older steps too, with the log-probs of the policies that
+  took them, as in ML-Agents);
 - ``actor_loop`` is the backend-independent body of an actor process: it reports ``READY`` with
   the behaviors' specs, waits for the first weights, then collects until told to stop. In the
   sync wiring (``ActorSpec.wait_for_new_weights``) it waits after each rollout for a
@@ -200,8 +203,16 @@ class _Lane:
                               decisions.action_mask)
         return self.to_env(actions) if self.to_env is not None else actions
 
+    @property
+    def collected(self) -> int:
+        """Agent-steps toward this lane's next segment."""
+        if self.plan.cut_at_segment_end:
+            return self.collector.completed_steps
+        return self.collector.finished_steps
+
     def segment(self, actor_id: int) -> Segment:
-        trajectories = self.collector.flush()
+        collector = self.collector
+        trajectories = collector.flush() if self.plan.cut_at_segment_end else collector.take()
         returns, lengths = self.collector.pop_episodes()
         segment = Segment(trajectories=trajectories, policy_version=self.version,
                           actor_id=actor_id,
@@ -286,12 +297,10 @@ class Actor:
                         for name, lane in self.lanes.items()}, restarts)
 
     def _complete(self) -> bool:
-        done = [lane.collector.completed_steps >= lane.plan.segment_steps
-                for lane in self.lanes.values()]
+        done = [lane.collected >= lane.plan.segment_steps for lane in self.lanes.values()]
         if not self.spec.wait_for_new_weights:
             return any(done)
-        return all(done) or any(lane.collector.completed_steps
-                                >= SEGMENT_OVERRUN * lane.plan.segment_steps
+        return all(done) or any(lane.collected >= SEGMENT_OVERRUN * lane.plan.segment_steps
                                 for lane in self.lanes.values())
 
     def close(self) -> None:

@@ -39,6 +39,9 @@ class BehaviorPlan(NamedTuple):
     """Completed agent-steps of this behavior per segment (per actor)."""
     time_horizon: int
     """Per-agent trajectory cut (ML-Agents' time_horizon)."""
+    cut_at_segment_end: bool = False
+    """Also cut every open trajectory when a segment ends (``unity_rl.trajectory_cuts:
+    segment``); False: only at time_horizon or an episode end, as ML-Agents."""
 
 
 class HostContext(NamedTuple):

@@ -18,9 +18,12 @@ Cuts and bootstrapping (issue 3 §3, Pardo et al. 2018 "Time Limits in RL"):
 - a terminal row with ``interrupted=True`` (Unity's max step, or a restarted build) ends it with
   ``terminated=False``: the learner bootstraps from V(final observation);
 - ``time_horizon`` completed steps cut the trajectory at the next observation (bootstrap);
-- ``flush()`` cuts every open trajectory at its latest observation (bootstrap), so that a segment
-  holds only complete transitions. An action still waiting for its reward stays in the collector
-  and opens the agent's next trajectory.
+- ``take()`` hands over the trajectories finished so far and leaves open ones to grow
+  (ML-Agents: a trajectory is cut only at ``time_horizon`` or an episode end, and one still open
+  at an update goes into the next buffer); ``flush()`` also cuts every open trajectory at its
+  latest observation (bootstrap), so that a segment holds every completed transition (the
+  ``unity_rl.trajectory_cuts: segment`` choice). Either way an action still waiting for its
+  reward stays in the collector and opens the agent's next trajectory.
 
 Observations are flat float32 vectors: the concatenation of the behavior's observations, each
 flattened (``flat_obs``); a PNG-compressed camera image, which the adapter hands over as uint8,
@@ -91,6 +94,8 @@ class TrajectoryCollector:
         self._done: list[Trajectory] = []
         self.completed_steps = 0
         """Transitions completed (reward known) since the last ``take``/``flush``."""
+        self.finished_steps = 0
+        """Transitions in finished trajectories waiting to be taken."""
         self.episode_returns: list[float] = []
         """Returns of episodes that ended since the last ``pop_episodes``."""
         self.episode_lengths: list[int] = []
@@ -149,6 +154,7 @@ class TrajectoryCollector:
         """Finished trajectories (episode ends and time-horizon cuts) since the last call."""
         done, self._done = self._done, []
         self.completed_steps = 0
+        self.finished_steps = 0
         return done
 
     def flush(self) -> list[Trajectory]:
@@ -193,6 +199,7 @@ class TrajectoryCollector:
     def _cut(self, track: _AgentTrack, last_obs: np.ndarray, terminated: bool) -> None:
         """Emits the completed steps of ``track``; a pending step (if any) stays in it."""
         k = len(track.rewards)
+        self.finished_steps += k
         self._done.append(Trajectory(
             obs=np.stack(track.obs[:k]).astype(np.float32, copy=False),
             actions=np.stack(track.actions[:k]),

@@ -97,6 +97,10 @@ class ActorInfo(NamedTuple):
     build_pids: tuple[int, ...]
     """Process ids of the actor's builds."""
 
+    def layout(self) -> dict[str, tuple]:
+        """Behavior -> (observation shapes, action spec): what must match across actors."""
+        return {name: (b.obs_shapes, tuple(b.action_spec)) for name, b in self.behaviors.items()}
+
 
 class Rollout(NamedTuple):
     """What an actor sends per collection: one segment per behavior it trains."""

@@ -253,7 +253,8 @@ class DDPGAlgorithm(Algorithm):
             policy_factory=functools.partial(ddpg_policy, network_cfg=cfg.network_settings,
                                              ddpg_cfg=cfg.hyperparameters, replay_link=self.link),
             segment_steps=self.run_cfg.unity_rl.resolve_segment_steps(cfg),
-            time_horizon=cfg.time_horizon)
+            time_horizon=cfg.time_horizon,
+            cut_at_segment_end=self.run_cfg.unity_rl.trajectory_cuts == "segment")
 
     def make_host(self, info: BehaviorInfo, ctx: HostContext) -> DDPGHost:
         from unity_rl.config import ConfigError

@@ -90,7 +90,8 @@ class PPOAlgorithm(Algorithm):
             policy_factory=functools.partial(ppo_policy,
                                              network_cfg=self.behavior_cfg.network_settings),
             segment_steps=rl.resolve_segment_steps(self.behavior_cfg),
-            time_horizon=self.behavior_cfg.time_horizon)
+            time_horizon=self.behavior_cfg.time_horizon,
+            cut_at_segment_end=rl.trajectory_cuts == "segment")
 
     def make_host(self, info: BehaviorInfo, ctx: HostContext) -> PPOHost:
         cfg = self.behavior_cfg

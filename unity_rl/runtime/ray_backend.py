@@ -444,11 +444,10 @@ class RayBackend(ActorBackend):
         if report.kind is not FromActor.READY:
             raise RuntimeError(f"actor {slot.actor_id} sent {report.kind} before ready")
         info: ActorInfo = report.payload
-        if slot.info is not None and (info.behavior_name, info.obs_dim, tuple(info.action_spec)) \
-                != (slot.info.behavior_name, slot.info.obs_dim, tuple(slot.info.action_spec)):
-            raise ActorFailedError(slot.actor_id, f"after its restart it sees behavior "
-                                                  f"{info.behavior_name} ({info.obs_dim} obs, "
-                                                  f"{info.action_spec}), not the one it trained")
+        if slot.info is not None and info.layout() != slot.info.layout():
+            raise ActorFailedError(slot.actor_id, f"after its restart it sees behaviors "
+                                                  f"{info.layout()}, not the ones it trained "
+                                                  f"({slot.info.layout()})")
         slot.info, slot.node_id = info, node_id
         slot.history.append((node_id, info.pid))
         slot.phase = "idle"

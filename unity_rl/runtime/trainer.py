@@ -250,14 +250,10 @@ def _load_rng_state(state: dict) -> None:
 def _same_behaviors(infos: list[ActorInfo]) -> dict[str, BehaviorInfo]:
     """The behaviors every actor reports (all actors must see the same builds)."""
     first = infos[0]
-
-    def layout(info: ActorInfo):
-        return {name: (b.obs_shapes, tuple(b.action_spec)) for name, b in info.behaviors.items()}
-
     for info in infos[1:]:
-        if layout(info) != layout(first):
-            raise RuntimeError(f"actor {info.actor_id} sees behaviors {layout(info)}, actor 0 "
-                               f"sees {layout(first)}: all builds must be the same")
+        if info.layout() != first.layout():
+            raise RuntimeError(f"actor {info.actor_id} sees behaviors {info.layout()}, actor 0 "
+                               f"sees {first.layout()}: all builds must be the same")
     return dict(first.behaviors)
 
 
@@ -266,10 +262,13 @@ class _Run:
 
     def __init__(self, cfg: RunConfig, run_dir: Path, checkpoints: CheckpointManager,
                  state: dict | None, seed: int, algorithms: dict[str, Algorithm],
-                 default: Algorithm | None):
+                 default: Algorithm | None, initial: dict | None = None):
         self.cfg, self.run_dir = cfg, run_dir
         self.checkpoints = checkpoints
         self.resume_state = state
+        self.initial = initial
+        """A checkpoint whose learners start this run (initialize_from / inference)."""
+        self.inference = cfg.checkpoint_settings.inference
         self.seed = seed
         self.algorithms, self.default = algorithms, default
         self.behaviors: dict[str, BehaviorRun] = {}
@@ -299,6 +298,7 @@ class _Run:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         state = self.resume_state
         entries = state["behaviors"] if state is not None else {}
+        initial = self.initial["behaviors"] if self.initial is not None else {}
         names = sorted(reported)
         outs = output_names(names)
         for i, name in enumerate(names):
@@ -306,13 +306,16 @@ class _Run:
             seed = int(np.random.SeedSequence([self.seed, i]).generate_state(1)[0])
             ctx = HostContext(device, seed, rl.num_actors, rl.mode, rl.max_policy_lag)
             host = algorithm.make_host(reported[name], ctx)
+            metrics_dir = self.run_dir / "inference" if self.inference else self.run_dir
             run = BehaviorRun(name, outs[name], algorithm.behavior_cfg, reported[name], host,
-                              self.run_dir)
+                              metrics_dir)
             self.behaviors[name] = run
             entry = entries.get(name)
             if entry is not None:
                 run.restore(entry)
-            elif state is not None:
+            elif name in initial:
+                host.load_state_dict(initial[name]["learner"])  # weights; fresh counters
+            elif state is not None or self.initial is not None:
                 logger.warning("the checkpoint has no entry for behavior %s: it starts afresh",
                                name)
             run.open_metrics(console, float(entry["wall_seconds"]) if entry else 0.0)
@@ -330,7 +333,7 @@ class _Run:
     def loop(self, runner, target_return: float | None) -> None:
         runner.start()
         for name, behavior in self.behaviors.items():
-            if behavior.done:
+            if behavior.done or self.inference:
                 runner.finish(name)
         while not all(b.done for b in self.behaviors.values()):
             round_ = runner.next_update()
@@ -344,7 +347,7 @@ class _Run:
                     runner.finish(name)
                     logger.info("%s reached max_steps (%d agent-steps): it stops training",
                                 behavior.out_name, behavior.agent_steps)
-            if checkpoint_due:
+            if checkpoint_due and not self.inference:
                 self.save_checkpoint()
             if target_return is not None and self._reached(target_return):
                 logger.info("every behavior's mean return >= %.2f after %d agent-steps: stopping",
@@ -372,6 +375,8 @@ class _Run:
         return self.last_checkpoint
 
     def save_final(self) -> dict[str, tuple[Path | None, Path]]:
+        if self.inference:
+            return {}
         if self.saved_at != self._steps():
             self.save_checkpoint()
         return {name: b.save_policy() for name, b in self.behaviors.items()}
@@ -406,6 +411,19 @@ def _resolve_seed(cfg: RunConfig) -> int:
     return seed if seed >= 0 else random.SystemRandom().randrange(2**31)
 
 
+def _initial_state(cfg: RunConfig, state: dict | None) -> dict | None:
+    """The checkpoint whose learners start the run: initialize_from's latest, or (inference
+    after --resume) the run's own."""
+    ck = cfg.checkpoint_settings
+    if ck.initialize_from is not None:
+        source = CheckpointManager(Path(ck.results_dir) / ck.initialize_from)
+        if source.latest() is None:
+            raise CheckpointError(f"--initialize-from {ck.initialize_from}: no checkpoint in "
+                                  f"'{source.run_dir}'")
+        return _load_state(source)
+    return state if ck.inference else None
+
+
 def _load_state(checkpoints: CheckpointManager) -> dict:
     state = checkpoints.load()
     if state.get("format") != CHECKPOINT_FORMAT:
@@ -433,10 +451,13 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
     keep = max(a.behavior_cfg.keep_checkpoints for a in [*algorithms.values(), default] if a)
     checkpoints = CheckpointManager(run_dir, keep)
     state = _load_state(checkpoints) if resume else None
+    initial = _initial_state(cfg, state)
+    if cfg.checkpoint_settings.inference:
+        state = None  # run the weights with fresh counters; nothing of the run is overwritten
     seed = int(state["seed"]) if state else _resolve_seed(cfg)
     _seed_everything(seed)
     torch.set_num_threads(cfg.unity_rl.torch_threads)  # the host owns process-wide torch state
-    run = _Run(cfg, run_dir, checkpoints, state, seed, algorithms, default)
+    run = _Run(cfg, run_dir, checkpoints, state, seed, algorithms, default, initial)
     specs = actor_specs(cfg, algorithms, default, run_dir / "run_logs", seed,
                         int(state["agent_steps"]) if state else 0, actor_env_args)
     backend, runner_for = _wire(cfg, specs)
