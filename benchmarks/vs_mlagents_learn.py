@@ -331,7 +331,11 @@ def main(argv=None) -> None:
         sys.exit(f"mlagents-learn not found at {exe}. Make it (about a minute) with:\n"
                  f"    bash {install} {Path(args.mlagents_venv).parent}\n"
                  f"or point --mlagents-venv at an existing one.")
-    notes = ["agent-steps/s = step of the last summary window / seconds from process start"]
+    notes = ["wall s = event wall_time - process start (Popen): build start-up included",
+             "agent-steps/s = step of the last summary window / seconds from process start",
+             "windows: mlagents-learn one per summary_freq, unity-rl one per update"]
+    if args.seeds == 1:
+        notes.append("1 seed per tool: the 'medians' are single runs")
     if args.max_steps is not None:
         notes.append(f"max_steps changed to {args.max_steps} in a temporary copy of each config")
     runs, port = [], args.base_port
