@@ -9,13 +9,12 @@ Contract:
   ``policy.act`` call per lane (rows are independent: agent order and count may change);
 - ``collect()`` returns a ``Rollout``: one ``Segment`` per lane, holding the trajectories
   finished since the last one (cut at ``time_horizon`` or an episode end; with
-  ``BehaviorPlan.cut_at_segment_end`` every open trajectory is cut too). A sync collection ends
-  when every lane has ``segment_steps`` agent-steps in it (or one lane has
-  ``SEGMENT_OVERRUN`` times its own, so a behavior whose agents stopped deciding cannot stall
-  the others); an async one as soon as any lane has. Weights change only between collections;
-  a segment is tagged with the version its lane acts with when it is sent (a trajectory that
-  grew over several collections holds older steps too, with the log-probs of the policies that
-  took them, as in ML-Agents);
+  ``BehaviorPlan.cut_at_segment_end`` every open trajectory is cut too). A collection ends as
+  soon as one lane has ``segment_steps`` agent-steps in it (so a behavior that decides often is
+  served at its own pace; the others keep filling). Weights change only between collections; a
+  segment is tagged with the version its lane acted with (a trajectory that grew over several
+  collections holds older steps too, with the log-probs of the policies that took them, as in
+  ML-Agents);
 - ``actor_loop`` is the backend-independent body of an actor process: it reports ``READY`` with
   the behaviors' specs, waits for the first weights, then collects until told to stop. In the
   sync wiring (``ActorSpec.wait_for_new_weights``) it waits after each rollout for a
@@ -54,10 +53,6 @@ from unity_rl.runtime.messages import (
 )
 
 logger = logging.getLogger(__name__)
-
-SEGMENT_OVERRUN = 8
-"""sync: a collection also ends once one lane has this many times its segment_steps."""
-
 
 class Policy(Protocol):
     """What an actor needs of a policy copy (``unity_rl.algos.ppo.PPOPolicy`` fits).
@@ -297,11 +292,7 @@ class Actor:
                         for name, lane in self.lanes.items()}, restarts)
 
     def _complete(self) -> bool:
-        done = [lane.collected >= lane.plan.segment_steps for lane in self.lanes.values()]
-        if not self.spec.wait_for_new_weights:
-            return any(done)
-        return all(done) or any(lane.collected >= SEGMENT_OVERRUN * lane.plan.segment_steps
-                                for lane in self.lanes.values())
+        return any(lane.collected >= lane.plan.segment_steps for lane in self.lanes.values())
 
     def close(self) -> None:
         for lane in self.lanes.values():

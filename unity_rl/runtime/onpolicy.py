@@ -9,9 +9,8 @@ The host keeps a rollout buffer in front of the pure ``PPOLearner``:
   did play them). Within the bound, PPO's clipped ratio against the stored behaviour log-probs is
   the correction (as in APPO / Sample Factory), and the learner recomputes values with its
   current critic before GAE;
-- ``ready()``: the buffer holds at least ``buffer_size`` agent-steps (async);
-- ``train(sync)``: one PPO update on the whole buffer (sync: every round, whatever it holds —
-  each actor's segment is ``buffer_size / num_actors`` steps), then the version moves on.
+- ``ready()``: the buffer holds at least ``buffer_size`` agent-steps (ML-Agents' trigger);
+- ``train(sync)``: one PPO update on the whole buffer, then the version moves on.
 
 The buffer is not part of checkpoints: a resumed run refills it (at most one buffer of
 experience is collected again).

@@ -6,10 +6,12 @@ with, per behavior, the agent-steps and episodes that arrived and the metrics of
 done for it (if any).
 
 **sync** — every actor collects one rollout with the current weights (``ActorSpec.
-wait_for_new_weights``); the runner waits for all K rollouts, lets every host accept its
-segments and ``train(sync=True)`` (PPO: one update on the round's data; DDPG: every update owed),
-then publishes; actors wait for that publication before collecting again. Policy lag is 0 and
-the slowest actor paces the round.
+wait_for_new_weights``; a rollout ends when one of its behaviors has its segment's worth); the
+runner waits for all K rollouts, hands the segments to their hosts, lets every host with work
+due ``train(sync=True)`` (PPO: one update once its buffer is full; DDPG: every update owed) and
+publishes; actors wait for that publication before collecting again. A behavior's weights change
+only when it trains, and actors always act with the newest: policy lag is 0 for every behavior,
+and the slowest actor paces the round.
 
 **async** — actors never wait: they stream rollouts tagged with the version each behavior acted
 with and pick up new weights between rollouts. The runner takes whatever has arrived (blocking
@@ -148,7 +150,8 @@ class SyncRunner(_Wiring):
         rollouts = gather_one_rollout_per_actor(self.backend)
         wait_s = time.perf_counter() - t0
         lags = self._accept(rollouts)
-        trained = {name: _timed_train(host, sync=True) for name, host in self._training()}
+        trained = {name: _timed_train(host, sync=True)
+                   for name, host in self._training() if host.ready()}
         self.publish()
         return self._round(rollouts, lags, trained, wait_s)
 
