@@ -333,7 +333,7 @@ def write_run_config(cfg, run_dir: Path) -> Path:
 def _check_layout(cfg) -> None:
     """The trainer's own checks of the config (behaviors, builds per actor), up front, so
     that they read as one-line errors before anything starts."""
-    from unity_rl.runtime.trainer import split_builds, training_sections
+    from unity_rl.runtime.wiring import split_builds, training_sections
 
     try:
         training_sections(cfg)

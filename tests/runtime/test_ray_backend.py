@@ -28,7 +28,7 @@ from unity_rl.algos.ppo import PPOConfig, PPOLearner
 from unity_rl.checkpoint import CheckpointManager
 from unity_rl.config import FrozenMap, apply_overrides, load_config
 from unity_rl.metrics import read_progress
-from unity_rl.runtime import trainer
+from unity_rl.runtime import trainer, wiring
 from unity_rl.runtime.actor import ActorSpec, StreamSettings
 from unity_rl.runtime.backend import make_backend
 from unity_rl.runtime.algorithm import BehaviorPlan
@@ -61,7 +61,7 @@ def backends(monkeypatch):
         made.append(backend)
         return backend
 
-    monkeypatch.setattr(trainer, "make_backend", recording)
+    monkeypatch.setattr(wiring, "make_backend", recording)
     return made
 
 

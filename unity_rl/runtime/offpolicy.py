@@ -39,15 +39,11 @@ import numpy as np
 import torch
 
 from unity_rl.algos.ddpg import DDPGConfig, DDPGLearner, continuous_action_size, updates_owed
-from unity_rl.algos.replay import ReplayBuffer
+from unity_rl.algos.replay import ReplayBuffer, ReplayLockTimeout, SharedReplayBuffer, per_beta
 from unity_rl.algos.types import Segment, TransitionBatch
 from unity_rl.runtime.algorithm import Algorithm, BehaviorPlan, HostContext
 from unity_rl.runtime.messages import BehaviorInfo
-from unity_rl.runtime.offpolicy_actor import (
-    ReplayLink,
-    carried_priorities,
-    trajectories_to_transitions,
-)
+from unity_rl.runtime.offpolicy_actor import carried_priorities, trajectories_to_transitions
 from unity_rl.runtime.policies import ddpg_policy
 
 logger = logging.getLogger(__name__)
@@ -55,7 +51,8 @@ logger = logging.getLogger(__name__)
 UPDATES_PER_ROUND = 200
 """async: most gradient updates of one ``train`` (between two looks at the backend)."""
 REPLAY_LOCK_TIMEOUT_S = 10.0
-"""How long a checkpoint waits for the shared replay buffer's lock."""
+"""Longest wait for the shared replay buffer's lock while a live process holds it (a dead
+holder is recovered at once: ``unity_rl.algos.replay``)."""
 _LAG_HISTORY = 4096
 """Versions remembered for measuring lag in gradient updates."""
 
@@ -71,7 +68,7 @@ class DDPGHost:
     """
 
     def __init__(self, learner: DDPGLearner, replay: ReplayBuffer, *, num_actors: int,
-                 replay_handle: dict | None = None, replay_lock: Any = None,
+                 replay_handle: dict | None = None, max_steps: int = 0,
                  updates_per_round: int = UPDATES_PER_ROUND):
         self.learner = learner
         self.cfg: DDPGConfig = learner.cfg
@@ -79,8 +76,8 @@ class DDPGHost:
         self.num_actors = num_actors
         self.replay_handle = replay_handle
         """Where actors find the shared buffer (None: they send their transitions)."""
-        self.replay_lock = replay_lock
-        """The shared buffer's lock (checked before a checkpoint copies the buffer)."""
+        self.max_steps = max_steps
+        """The behavior's max_steps: PER's beta reaches 1 there (0: beta stays as configured)."""
         self.updates_per_round = updates_per_round
         self.version = 0
         self.agent_steps = 0
@@ -150,7 +147,9 @@ class DDPGHost:
         if len(replay) > 0:
             for _ in range(num_updates):
                 if cfg.prioritized:
-                    sample = replay.sample_indexed(cfg.batch_size, cfg.per_beta)
+                    beta = (per_beta(cfg.per_beta, self.agent_steps, self.max_steps)
+                            if self.max_steps else cfg.per_beta)
+                    sample = replay.sample_indexed(cfg.batch_size, beta)
                     step = learner.update(sample.batch, sample.weights)
                     replay.update_priorities(sample.indices, learner.td_errors)
                 else:
@@ -177,16 +176,16 @@ class DDPGHost:
                 "replay": self._replay_state()}
 
     def _replay_state(self) -> dict | None:
-        """The buffer's state; None if an actor died holding the shared lock (a SIGKILL in the
-        middle of a write): the checkpoint is then saved without it rather than never."""
-        if self.replay_lock is not None:
-            if not self.replay_lock.acquire(timeout=REPLAY_LOCK_TIMEOUT_S):
-                logger.error("the shared replay buffer stayed locked for %.0f s (an actor killed "
-                             "while writing?): checkpoint saved without it",
-                             REPLAY_LOCK_TIMEOUT_S)
-                return None
-            self.replay_lock.release()
-        return self.replay.state_dict()
+        """The buffer's rows when ``save_replay_buffer`` (ML-Agents' switch) is on; None when it
+        is off, or when a live process kept the shared lock past its timeout (the checkpoint is
+        then saved without the buffer rather than never)."""
+        if not self.cfg.save_replay_buffer:
+            return None
+        try:
+            return self.replay.state_dict()
+        except ReplayLockTimeout as err:
+            logger.error("%s: checkpoint saved without the replay buffer", err)
+            return None
 
     def load_state_dict(self, state: dict) -> None:
         self.learner.load_state_dict(state["ddpg"])
@@ -194,8 +193,8 @@ class DDPGHost:
         self.agent_steps = int(state["agent_steps"])
         self._updates_at = {self.version: self.updates}
         if state["replay"] is None:
-            logger.warning("the checkpoint holds no replay buffer: training resumes on an empty "
-                           "one (warm-up is not repeated)")
+            logger.warning("the checkpoint holds no replay buffer (save_replay_buffer: false): "
+                           "training resumes on an empty one (warm-up is not repeated)")
             return
         restore_replay(self.replay, state["replay"])
 
@@ -243,7 +242,6 @@ class DDPGAlgorithm(Algorithm):
         super().__init__(run_cfg, section, behavior_cfg)
         rl = run_cfg.unity_rl
         self.shared_replay = rl.mode == "async" and rl.backend == "local"
-        self.link = ReplayLink() if self.shared_replay else None
         self.hosts: list[DDPGHost] = []
 
     def plan(self) -> BehaviorPlan:
@@ -251,7 +249,7 @@ class DDPGAlgorithm(Algorithm):
         cfg = self.behavior_cfg
         return BehaviorPlan(
             policy_factory=functools.partial(ddpg_policy, network_cfg=cfg.network_settings,
-                                             ddpg_cfg=cfg.hyperparameters, replay_link=self.link),
+                                             ddpg_cfg=cfg.hyperparameters),
             segment_steps=self.run_cfg.unity_rl.resolve_segment_steps(cfg),
             time_horizon=cfg.time_horizon,
             cut_at_segment_end=self.run_cfg.unity_rl.trajectory_cuts == "segment")
@@ -265,12 +263,6 @@ class DDPGAlgorithm(Algorithm):
         except ValueError as err:
             raise ConfigError(self.run_cfg.source or "config", f"behaviors.{name}",
                               "trainer_type", f"ddpg cannot train behavior {name}: {err}") from None
-        if self.link is not None and self.hosts:
-            raise ConfigError(self.run_cfg.source or "config", self.section, "trainer_type",
-                              f"ddpg with the async wiring on the local backend shares one "
-                              f"replay buffer per config section, and behaviors "
-                              f"{name} and another both use '{self.section}': give each "
-                              f"behavior its own section")
         ddpg_cfg: DDPGConfig = self.behavior_cfg.hyperparameters
         network = self.behavior_cfg.network_settings
         obs_dim = info.obs_dim
@@ -281,14 +273,14 @@ class DDPGAlgorithm(Algorithm):
         replay_args = dict(prioritized=ddpg_cfg.prioritized, alpha=ddpg_cfg.per_alpha,
                            eps=ddpg_cfg.per_eps)
         handle = None
-        if self.link is not None:
-            replay = self.link.create(ddpg_cfg.buffer_size, obs_dim, act_dim, ctx.seed,
-                                      **replay_args)
-            handle = ReplayLink.handle(replay)
+        if self.shared_replay:  # actors attach by name (the handle rides with the weights)
+            replay = SharedReplayBuffer(ddpg_cfg.buffer_size, obs_dim, act_dim, ctx.seed,
+                                        lock_timeout=REPLAY_LOCK_TIMEOUT_S, **replay_args)
+            handle = replay.handle()
         else:
             replay = ReplayBuffer(ddpg_cfg.buffer_size, obs_dim, act_dim, ctx.seed, **replay_args)
         host = DDPGHost(learner, replay, num_actors=ctx.num_actors, replay_handle=handle,
-                        replay_lock=None if self.link is None else self.link.lock)
+                        max_steps=self.behavior_cfg.max_steps)
         self.hosts.append(host)
         return host
 
