@@ -78,12 +78,12 @@ def test_3dball_rewards_accumulate_over_the_steps_it_skips(free_base_port):
 
 
 def test_from_stream_and_misaligned_agents_raise(free_base_port):
-    port = free_base_port(1)
-    stream = AgentStream(TWO, base_port=port, timeout_wait=30, behaviors=ALL_BEHAVIORS)
+    stream = AgentStream(TWO, base_port=free_base_port(1), timeout_wait=30,
+                         behaviors=ALL_BEHAVIORS)
     with MultiBehaviorVecEnv.from_stream(stream) as env:
         obs, _ = env.reset()
         assert set(obs) == {BALL, BASIC}
-    with MultiBehaviorVecEnv(TWO, base_port=port, timeout_wait=30,
+    with MultiBehaviorVecEnv(TWO, base_port=free_base_port(1), timeout_wait=30,
                              env_args=["--standin-decision-periods", "1,2"]) as env:
         env.reset()
         with pytest.raises(DecisionTimingError, match="step_all"):
