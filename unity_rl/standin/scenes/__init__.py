@@ -11,7 +11,7 @@ VisualBall     ``VisualBall?team=0``: camera 3x84x84 (PNG) +    4       5       
                2 vector obs, 2 continuous actions
 TwoBehaviors   ``3DBall?team=0`` (continuous) and               4 + 2   5 and 1   5000/100
                ``Basic?team=0`` (discrete) in one build
-GridWorld      ``GridWorld?team=0``: camera 3x36x36 (PNG),       9       5         500
+GridWorld      ``GridWorld?team=0``: camera 3x40x40 (PNG),       9       5         500
                1 branch of 5, action masks
 FoodCollector  ``FoodCollector?team=0``: 8 obs, 3 continuous +   8       5         1000
                1 branch of 2 (hybrid)
