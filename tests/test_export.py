@@ -161,8 +161,8 @@ def test_image_and_vector_observations_round_trip(tmp_path, spec):
     actions, _, _ = policy.act(flat, masks if spec.discrete_branches else None, deterministic=True)
     c = spec.continuous_size
     if c:
-        np.testing.assert_allclose(out["continuous_actions"], np.clip(actions[:, :c], -1, 1),
-                                   atol=1e-5)
+        np.testing.assert_allclose(out["continuous_actions"], np.clip(actions[:, :c], -3, 3) / 3,
+                                   atol=1e-5)  # ML-Agents' clamp, as PPOPolicy.env_actions
         np.testing.assert_array_equal(out["continuous_actions"],
                                       out["deterministic_continuous_actions"])
     else:
