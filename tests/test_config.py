@@ -436,3 +436,44 @@ def test_configs_are_frozen(tmp_path):
         cfg.behaviors["3DBall"].hyperparameters.clip_coef = 0.3
     with pytest.raises(TypeError):
         cfg.behaviors["3DBall"] = None
+
+
+def test_a_plain_mlagents_ppo_file_gets_mlagents_ppo(tmp_path):
+    """No project key set: every choice is ML-Agents 1.1.0's (see PPOConfig and DESIGN.md §7)."""
+    hp = parse_config({"behaviors": {"B": {"hyperparameters": {"batch_size": 32,
+                                                                "buffer_size": 256}}}}
+                      ).behaviors["B"].hyperparameters
+    assert (hp.max_grad_norm, hp.adam_eps, hp.vf_coef, hp.clip_vloss, hp.norm_adv) == (
+        0.0, 1e-8, 0.5, True, True)
+    assert (hp.adv_norm_scope, hp.minibatch_remainder, hp.policy_ratio, hp.gaussian_entropy,
+            hp.schedule_steps) == ("buffer", "drop", "per_action", "mean", "collected")
+    assert hp.arch == {"activation": "swish", "weight_init": "mlagents", "action_clip": "mlagents"}
+
+
+def test_project_ppo_keys_bring_back_the_earlier_choices(tmp_path):
+    cfg = load_text(tmp_path, """\
+        behaviors:
+          B:
+            hyperparameters:
+              max_grad_norm: 0.5
+              adam_eps: 1.0e-5
+              advantage_normalization: minibatch
+              minibatch_remainder: spread
+              policy_ratio: joint
+              gaussian_entropy: sum
+              schedule_steps: trained
+              activation: tanh
+              weight_init: orthogonal
+              action_clip: unit
+        """)
+    hp = cfg.behaviors["B"].hyperparameters
+    assert (hp.max_grad_norm, hp.adam_eps, hp.adv_norm_scope, hp.minibatch_remainder,
+            hp.policy_ratio, hp.gaussian_entropy, hp.schedule_steps) == (
+        0.5, 1e-5, "minibatch", "spread", "joint", "sum", "trained")
+    assert hp.arch == {"activation": "tanh", "weight_init": "orthogonal", "action_clip": "unit"}
+    with pytest.raises(ConfigError, match="policy_ratio"):
+        load_text(tmp_path, """\
+            behaviors:
+              B:
+                hyperparameters: {policy_ratio: per_branch}
+            """)

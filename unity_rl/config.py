@@ -469,11 +469,20 @@ PPO_KEYS: dict[str, str] = {
     "epsilon_schedule": "clip_coef_schedule",
     "lambd": "gae_lambda",
     "num_epoch": "num_epochs",
-    # ours (ML-Agents has fixed values for these)
+    # ours (ML-Agents has fixed values for these; the defaults reproduce them, see PPOConfig)
     "vf_coef": "vf_coef",
     "max_grad_norm": "max_grad_norm",
+    "adam_eps": "adam_eps",
     "clip_value_loss": "clip_vloss",
     "normalize_advantage": "norm_adv",
+    "advantage_normalization": "adv_norm_scope",
+    "minibatch_remainder": "minibatch_remainder",
+    "policy_ratio": "policy_ratio",
+    "gaussian_entropy": "gaussian_entropy",
+    "schedule_steps": "schedule_steps",
+    "activation": "activation",
+    "weight_init": "weight_init",
+    "action_clip": "action_clip",
     "target_kl": "target_kl",
     "log_std_init": "log_std_init",
 }

@@ -241,12 +241,15 @@ class CountingLearner:
     def __init__(self, version=0):
         self.version = version
         self.trained = []
+        self.collected = []
+        self.agent_steps_collected = 0
 
     def weights(self):
         return {"version": self.version}
 
-    def update(self, trajectories):
+    def update(self, trajectories, collected_steps=None):
         self.trained.append(sum(len(t.rewards) for t in trajectories))
+        self.collected.append(collected_steps)
         self.version += 1
         return {"Losses/Policy Loss": 0.0}
 
@@ -274,6 +277,7 @@ def test_async_runner_drops_segments_beyond_the_lag_bound():
     runner.start()
     done = runner.next_update().behaviors[BEHAVIOR]
     assert host.learner.trained == [120]         # the lag-3 segment was not trained on
+    assert host.learner.collected == [160]       # but its steps drive the schedules
     assert done.collected_steps == 160
     assert done.episode_returns == [1.0]        # its episodes still count
     assert done.metrics["Policy/Dropped Segments"] == 1
