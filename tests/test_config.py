@@ -308,8 +308,15 @@ def test_unsupported_trainer_type_curriculum_and_initialize_from(tmp_path):
               - {name: L1, value: 1.0}
         """))
     assert_names(err, "environment_parameters.mass", "curriculum", "not support")
-    err = error_for(tmp_path, MLAGENTS_3DBALL + "checkpoint_settings: {initialize_from: old}\n")
-    assert_names(err, "checkpoint_settings", "initialize_from", "not support")
+    err = error_for(tmp_path, MLAGENTS_3DBALL + "checkpoint_settings: {load_model: true}\n")
+    assert_names(err, "checkpoint_settings", "load_model", "not support")
+
+
+def test_initialize_from_and_inference_are_accepted_and_checked(tmp_path):
+    cfg = load_text(tmp_path, MLAGENTS_3DBALL + "checkpoint_settings: {initialize_from: old}\n")
+    assert cfg.checkpoint_settings.initialize_from == "old"
+    err = error_for(tmp_path, MLAGENTS_3DBALL + "checkpoint_settings: {inference: true}\n")
+    assert_names(err, "checkpoint_settings", "inference", "resume or initialize_from")
 
 
 @pytest.mark.parametrize("encoder", ["simple", "nature_cnn", "resnet", "match3", "fully_connected"])

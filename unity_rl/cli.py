@@ -161,7 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--num-actors", type=int, metavar="K",
                        help="actor processes; the --num-envs builds are split over them (default 1)")
     train.add_argument("--backend", choices=("local", "ray"), help="where actors run: local processes or Ray (default local)")
-    train.add_argument("--ray-address", metavar="ADDR", help="address of an existing Ray cluster (with --backend ray)")
+    train.add_argument("--ray-address", metavar="ADDR",
+                       help="address of an existing Ray cluster (with --backend ray; default "
+                            "$RAY_ADDRESS, else a local Ray is started)")
+    train.add_argument("--num-cpus-per-actor", type=float, metavar="N",
+                       help="with --backend ray: CPUs each actor reserves (default 1)")
     train.add_argument("--torch-device", metavar="D", help="learner device: cpu, cuda, cuda:N or mps (default: cuda if available)")
     train.add_argument("--max-lifetime-restarts", type=int, metavar="N",
                        help="restarts of crashed builds allowed over the run, -1 unlimited (default 10)")
@@ -259,7 +263,8 @@ def _train_overrides(args: argparse.Namespace, env_path: str | None) -> dict[str
         "run_id": args.run_id, "results_dir": args.results_dir,
         "torch_device": args.torch_device, "debug": args.debug,
         "mode": args.mode, "num_actors": args.num_actors, "backend": args.backend,
-        "ray_address": args.ray_address, "max_steps": args.max_steps, "behavior": args.behavior,
+        "ray_address": args.ray_address, "num_cpus_per_actor": args.num_cpus_per_actor,
+        "max_steps": args.max_steps, "behavior": args.behavior,
         "initialize_from": args.initialize_from, "inference": args.inference,
         "width": args.width, "height": args.height, "quality_level": args.quality_level,
         "target_frame_rate": args.target_frame_rate,
@@ -530,12 +535,13 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     """Exception types whose message is the whole story (no traceback)."""
     from unity_rl.checkpoint import CheckpointError
     from unity_rl.config import ConfigError
-    from unity_rl.envs.behavior import BehaviorNotFoundError
+    from unity_rl.envs.behavior import BehaviorNotFoundError, UnselectedBehaviorError
     from unity_rl.envs.launcher import BuildFailedError, BuildLaunchError
     from unity_rl.envs.ports import PortInUseError
 
     errors: list[type[BaseException]] = [CliError, ConfigError, BuildLaunchError, BuildFailedError,
-                                         PortInUseError, CheckpointError, BehaviorNotFoundError]
+                                         PortInUseError, CheckpointError, BehaviorNotFoundError,
+                                         UnselectedBehaviorError]
     try:
         from unity_rl.runtime.messages import ActorFailedError
         errors.append(ActorFailedError)

@@ -371,7 +371,10 @@ class UnityRLConfig:
     backend: Literal["local", "ray"] = "local"
     """Where actors run: 'local' processes or a 'ray' cluster."""
     ray_address: str | None = None
-    """Address of an existing Ray cluster (backend ray; None starts a local one)."""
+    """Address of an existing Ray cluster (backend ray; None: $RAY_ADDRESS if set, else a local
+    Ray instance is started)."""
+    num_cpus_per_actor: float = 1.0
+    """backend ray: CPUs each actor reserves on its node (its builds run inside that share)."""
     torch_threads: int = 1
     """torch intra-op threads of the learner (actors always use 1)."""
     behavior: str | None = None
@@ -391,6 +394,8 @@ class UnityRLConfig:
         _check(self.backend in ("local", "ray"), s, "backend", "'local' or 'ray'", self.backend)
         _check(self.ray_address is None or self.backend == "ray", s, "ray_address",
                "null unless backend is 'ray'", self.ray_address)
+        _check(isinstance(self.num_cpus_per_actor, (int, float)) and self.num_cpus_per_actor > 0,
+               s, "num_cpus_per_actor", "a number > 0", self.num_cpus_per_actor)
         _check(_is_int(self.torch_threads) and self.torch_threads >= 1, s, "torch_threads",
                "an int >= 1", self.torch_threads)
         _check(self.trajectory_cuts in ("time_horizon", "segment"), s, "trajectory_cuts",

@@ -239,8 +239,9 @@ class _Slot:
 class RayBackend(ActorBackend):
     """K actors as Ray actors, on a local Ray instance or an existing cluster.
 
-    address: None starts a local Ray instance (shut down by ``stop()``); 'auto' or 'host:port'
-        connects to an existing cluster (left running).
+    address: 'auto' or 'host:port' connects to an existing cluster (left running); None uses
+        ``RAY_ADDRESS`` when it is set (as Ray's own tools do), else starts a local Ray instance
+        (shut down by ``stop()``).
     num_cpus_per_actor: Ray CPUs each actor reserves (its builds run inside that share).
     max_restarts: re-creations allowed per actor after its process or node died (-1: no limit);
         None: each actor gets the run's build quota (``max_lifetime_restarts`` with its rate limit
@@ -260,7 +261,7 @@ class RayBackend(ActorBackend):
         super().__init__(specs)
         if max_restarts is not None and max_restarts < -1:
             raise ValueError("max_restarts must be >= -1 (-1: no limit) or None")
-        self.address = address
+        self.address = address if address is not None else (os.environ.get("RAY_ADDRESS") or None)
         self.num_cpus_per_actor = float(num_cpus_per_actor)
         self.num_cpus = num_cpus
         worst_wait = max(s.stream.timeout_wait for s in self.specs)

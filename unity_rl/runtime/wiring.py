@@ -99,7 +99,7 @@ def wire(cfg: RunConfig, specs: list[ActorSpec]) -> tuple[ActorBackend, Any]:
     rl = cfg.unity_rl
     options: dict[str, Any] = {}
     if rl.backend == "ray":
-        options["address"] = rl.ray_address
+        options.update(address=rl.ray_address, num_cpus_per_actor=rl.num_cpus_per_actor)
     backend = make_backend(rl.backend, specs, **options)
 
     def runner_for(hosts):
