@@ -108,6 +108,8 @@ class _Slot:
     """pid -> psutil.Process of the incarnation's descendants (its builds), last seen."""
     history: list = field(default_factory=list)
     """Pid of every incarnation that reported ready."""
+    rollouts: list = field(default_factory=list)
+    """Rollouts received from each incarnation (launch order)."""
 
     @property
     def actor_id(self) -> int:
@@ -242,6 +244,10 @@ class LocalProcessBackend(ActorBackend):
         """Pid of every incarnation that reported ready, per actor (actor order)."""
         return [list(slot.history) for slot in self._slots]
 
+    def incarnation_rollouts(self) -> list[list[int]]:
+        """Rollouts received from each incarnation of each actor (launch order, actor order)."""
+        return [list(slot.rollouts) for slot in self._slots]
+
     def build_pids(self) -> list[tuple[int, ...]]:
         """Build pids the current incarnation of each actor reported when it was ready."""
         return [slot.info.build_pids if slot.info is not None else () for slot in self._slots]
@@ -271,6 +277,7 @@ class LocalProcessBackend(ActorBackend):
         slot.phase, slot.since = "starting", time.monotonic()
         slot.info, slot.sent = None, -1
         slot.children = {}
+        slot.rollouts.append(0)
 
     def _send(self, slot: _Slot, weights: PolicyWeights) -> None:
         slot.inbox.put(Command(ToActor.WEIGHTS, weights))
@@ -321,6 +328,7 @@ class LocalProcessBackend(ActorBackend):
         elif report.kind is FromActor.SEGMENT:
             rollout: Rollout = report.payload
             slot.delivered = max(slot.delivered, rollout.publication)
+            slot.rollouts[-1] += 1
             self._pending.append(rollout)
         else:
             raise RuntimeError(f"actor {slot.actor_id} sent an unexpected {report.kind}")
