@@ -23,7 +23,7 @@ import pytest
 
 from tests.runtime.fakes import BEHAVIOR, FakeStream
 from tests.runtime.helpers import live_descendants, tiny_config
-from tests.runtime.test_wirings import host_for, spec
+from tests.runtime.test_wirings import host_for, spec, weights_of
 from unity_rl.runtime.actor import StreamSettings
 from unity_rl.runtime.local import LocalProcessBackend
 from unity_rl.runtime.messages import ActorFailedError
@@ -115,6 +115,32 @@ def test_sigkilled_actor_is_replaced_in_the_sync_wiring():
         assert host.version == 6
         pids = backend.pids()
     assert_gone([old, *pids])
+    assert live_descendants() == []
+
+
+def test_sync_replacement_of_an_actor_that_had_delivered_waits_for_the_next_round():
+    """Actor 1 dies after delivering its rollout of the round: its replacement must not send a
+    second one for that round (the runner would get two from actor 1), only the next round's."""
+    specs = [spec(0, sync=True, step_delay=0.05), spec(1, sync=True)]
+    with LocalProcessBackend(specs, max_restarts=3) as backend:
+        host = host_for(backend.start()[0].behaviors[BEHAVIOR])
+        backend.broadcast(weights_of(host, 1))
+        first = backend.receive(timeout=60)
+        assert (first.actor_id, first.publication) == (1, 1)   # the fast one
+        os.kill(backend.actor_pids()[1], signal.SIGKILL)
+        second = backend.receive(timeout=60)
+        assert (second.actor_id, second.publication) == (0, 1)
+        extra = []
+        while len(backend.incarnations()[1]) < 2:               # until the replacement is up
+            extra.append(backend.receive(timeout=0.2))
+        extra.append(backend.receive(timeout=1.0))
+        assert [r for r in extra if r is not None] == []        # it waits for new weights
+        assert backend.dropped_rollouts == 0                    # it had nothing in flight
+        backend.broadcast(weights_of(host, 2))
+        got = sorted((r.actor_id, r.publication) for r in (backend.receive(timeout=60),
+                                                           backend.receive(timeout=60)))
+        assert got == [(0, 2), (1, 2)]
+        assert backend.restarts == 1
     assert live_descendants() == []
 
 
