@@ -189,15 +189,16 @@ def test_actor_exception_is_raised_in_learner_with_its_traceback():
 
 
 @pytest.mark.timeout(120)
-def test_killed_actor_is_reported_by_name():
+def test_killed_actor_without_restarts_is_reported_by_name():
     specs = [spec(0, sync=True), spec(1, sync=True)]
-    with LocalProcessBackend(specs) as backend:
+    with LocalProcessBackend(specs, max_restarts=0) as backend:
         host = host_for(backend.start()[0].behaviors[BEHAVIOR])
         runner = SyncRunner(backend, {BEHAVIOR: host})
         runner.start()
         runner.next_update()
         psutil.Process(backend.pids()[1]).kill()
-        with pytest.raises(ActorFailedError, match=r"actor 1 failed: its process .* exited"):
+        with pytest.raises(ActorFailedError, match=r"actor 1 failed: its process .* exited .*"
+                                                   r"not restarted: all 0 lifetime restarts"):
             for _ in range(10):
                 runner.next_update()
     assert live_descendants() == []

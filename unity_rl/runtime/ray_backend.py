@@ -56,7 +56,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from unity_rl.algos.types import Trajectory
 from unity_rl.envs.launcher import RestartQuota
 from unity_rl.runtime.actor import Actor, ActorSpec
-from unity_rl.runtime.backend import ActorBackend
+from unity_rl.runtime.backend import TAG_ENV, ActorBackend, actor_restart_quota
 from unity_rl.runtime.messages import (
     ActorError,
     ActorFailedError,
@@ -75,10 +75,9 @@ BEAT_ANSWER_S = 10.0
 """Seconds an actor has to answer a heartbeat question before it counts as hung."""
 CONTROL = "control"
 """Concurrency group of the methods that must be answered while ``collect`` runs."""
-TAG_ENV = "UNITY_RL_ACTOR_TAG"
-"""Environment variable that marks the builds of one actor incarnation (builds inherit the
-actor's environment), so that its leftovers can be found and killed without touching the builds
-of its replacement, which use the same ports."""
+# TAG_ENV (from backend.py, shared with the local backend) marks the builds of one actor
+# incarnation, so that its leftovers can be found and killed without touching the builds of its
+# replacement, which use the same ports.
 
 
 # ----------------------------------------------------------------------------------------------
@@ -290,9 +289,7 @@ class RayBackend(ActorBackend):
 
     @staticmethod
     def _quota(spec: ActorSpec, max_restarts: int | None) -> RestartQuota:
-        if max_restarts is not None:
-            return RestartQuota(max_restarts, -1, 60.0)
-        return RestartQuota(*spec.stream.restart_quota)
+        return actor_restart_quota(spec, max_restarts)
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> list[ActorInfo]:
@@ -529,6 +526,8 @@ class RayBackend(ActorBackend):
 
     def _restart(self, slot: _Slot, why: str) -> None:
         """Re-creates a dead or hung actor; the builds it left behind are killed meanwhile."""
+        if slot.phase == "collecting":  # its segment is lost with it
+            self.dropped_rollouts += 1
         try:
             ray.kill(slot.handle, no_restart=True)
         except Exception:  # noqa: BLE001 - already dead is the usual case
