@@ -164,6 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--ray-address", metavar="ADDR",
                        help="address of an existing Ray cluster (with --backend ray; default "
                             "$RAY_ADDRESS, else a local Ray is started)")
+    train.add_argument("--max-actor-restarts", type=int, metavar="N",
+                       help="re-creations of a dead or hung actor allowed per actor, -1 unlimited "
+                            "(default: the builds' restart quota)")
     train.add_argument("--num-cpus-per-actor", type=float, metavar="N",
                        help="with --backend ray: CPUs each actor reserves (default 1)")
     train.add_argument("--torch-device", metavar="D", help="learner device: cpu, cuda, cuda:N or mps (default: cuda if available)")
@@ -264,6 +267,7 @@ def _train_overrides(args: argparse.Namespace, env_path: str | None) -> dict[str
         "torch_device": args.torch_device, "debug": args.debug,
         "mode": args.mode, "num_actors": args.num_actors, "backend": args.backend,
         "ray_address": args.ray_address, "num_cpus_per_actor": args.num_cpus_per_actor,
+        "max_actor_restarts": args.max_actor_restarts,
         "max_steps": args.max_steps, "behavior": args.behavior,
         "initialize_from": args.initialize_from, "inference": args.inference,
         "width": args.width, "height": args.height, "quality_level": args.quality_level,

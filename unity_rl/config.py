@@ -375,6 +375,9 @@ class UnityRLConfig:
     Ray instance is started)."""
     num_cpus_per_actor: float = 1.0
     """backend ray: CPUs each actor reserves on its node (its builds run inside that share)."""
+    max_actor_restarts: int | None = None
+    """Re-creations of a dead or hung actor allowed per actor, local or Ray (-1: no limit);
+    null: the builds' restart quota (env_settings.max_lifetime_restarts with its rate limit)."""
     torch_threads: int = 1
     """torch intra-op threads of the learner (actors always use 1)."""
     behavior: str | None = None
@@ -396,6 +399,9 @@ class UnityRLConfig:
                "null unless backend is 'ray'", self.ray_address)
         _check(isinstance(self.num_cpus_per_actor, (int, float)) and self.num_cpus_per_actor > 0,
                s, "num_cpus_per_actor", "a number > 0", self.num_cpus_per_actor)
+        _check(self.max_actor_restarts is None or (_is_int(self.max_actor_restarts)
+               and self.max_actor_restarts >= -1), s, "max_actor_restarts",
+               "null or an int >= -1", self.max_actor_restarts)
         _check(_is_int(self.torch_threads) and self.torch_threads >= 1, s, "torch_threads",
                "an int >= 1", self.torch_threads)
         _check(self.trajectory_cuts in ("time_horizon", "segment"), s, "trajectory_cuts",

@@ -97,7 +97,7 @@ def actor_specs(cfg: RunConfig, algorithms: dict[str, Algorithm], default: Algor
 def wire(cfg: RunConfig, specs: list[ActorSpec]) -> tuple[ActorBackend, Any]:
     """The one place where mode x backend are chosen: returns (backend, runner factory)."""
     rl = cfg.unity_rl
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {"max_restarts": rl.max_actor_restarts}
     if rl.backend == "ray":
         options.update(address=rl.ray_address, num_cpus_per_actor=rl.num_cpus_per_actor)
     backend = make_backend(rl.backend, specs, **options)
