@@ -430,9 +430,8 @@ def _checkpoint_source(args: argparse.Namespace) -> tuple[Path, Path | None]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from unity_rl.export import export_checkpoint
-
-    from unity_rl.export import checkpoint_behaviors
+    from unity_rl.export import checkpoint_behaviors, export_checkpoint
+    from unity_rl.runtime.behavior_run import output_names
 
     checkpoint, run_dir = _checkpoint_source(args)
     output = Path(args.output) if args.output else None
@@ -440,8 +439,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     if output is not None and len(behaviors) > 1:
         raise CliError(f"'{checkpoint}' holds several behaviors {behaviors}: pick one with "
                        f"--behavior to write --output")
+    names = output_names(behaviors)
+    folder = run_dir if run_dir is not None else checkpoint.parent
     for behavior in behaviors:
-        path = export_checkpoint(checkpoint, output, run_dir=run_dir, behavior=behavior)
+        target = output if output is not None else folder / f"{names[behavior]}.onnx"
+        path = export_checkpoint(checkpoint, target, run_dir=run_dir, behavior=behavior)
         print(f"[INFO] Exported {_short(behavior)} from {checkpoint} to {path}", flush=True)
     return 0
 

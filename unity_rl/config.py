@@ -20,7 +20,7 @@ One format, the one ``mlagents-learn`` reads, so that its users keep their files
     engine_settings: {width, height, quality_level, time_scale, target_frame_rate,
                       capture_frame_rate, no_graphics, no_graphics_monitor}
     environment_parameters: {mass: 1.0, scale: {sampler_type: uniform, sampler_parameters: ...}}
-    checkpoint_settings: {run_id, resume, force, results_dir}
+    checkpoint_settings: {run_id, resume, force, results_dir, initialize_from, inference}
     torch_settings: {device}
     debug: false
     unity_rl:                       # ours: what ML-Agents has no key for
@@ -32,8 +32,9 @@ Strictness (as ML-Agents' ``strict_to_cls``, with better messages): an unknown k
 the wrong type or out of range raises ``ConfigError`` naming the file, the section path (e.g.
 ``behaviors.3DBall.hyperparameters``) and the key, and saying what is accepted.  ML-Agents
 features that unity_rl does not implement (curiosity, GAIL, RND, memory, behavioral cloning,
-self-play, visual encoders, ...) are refused by name; only the values that mean "feature off"
-(``memory: null``, ``threaded: false``, ``vis_encode_type: simple``...) are accepted.
+self-play, ...) are refused by name; only the values that mean "feature off" (``memory: null``,
+``threaded: false``...) are accepted. Every ``vis_encode_type`` is implemented
+(``unity_rl.algos.encoders``).
 
 PPO hyperparameters keep ML-Agents' YAML keys and land in ``PPOConfig``, whose fields carry the
 paper's names (``epsilon`` -> ``clip_coef``, ``lambd`` -> ``gae_lambda``, ``beta`` ->

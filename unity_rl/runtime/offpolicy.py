@@ -22,7 +22,8 @@ does not span nodes), the actors' initial priorities riding in ``Trajectory.valu
   sync round). Policy lag is measured per accepted segment in versions (``Policy/Lag``) and in
   gradient updates (``Policy/Lag Updates``). Nothing is dropped for lag: replay is off-policy
   by design, and ``unity_rl.max_policy_lag`` does not apply to DDPG.
-- **Resume.** The replay buffer is part of the checkpoint (``DDPGHost.state_dict``):
+- **Resume.** With ``save_replay_buffer: true`` (ML-Agents' key, off by default) the replay
+  buffer is part of the checkpoint (``DDPGHost.state_dict``):
   4·(2·obs_dim + act_dim + 2) bytes per stored transition (+16 with ``prioritized``) in every
   kept checkpoint — 80 B for 3DBall, so 16 MB for 200k transitions; see docs/ddpg.md. With the
   async wiring the snapshot may hold a few segments whose receipts were not counted yet: extra,
@@ -84,14 +85,23 @@ class DDPGHost:
         self._updates_at: dict[int, int] = {0: 0}
         """version -> gradient updates done when it was published (recent versions only)."""
         self._lag_updates: list[float] = []
+        self._updates_offset = 0
+        """Learner updates that belong to another run (``restart_counters``)."""
         self._closer = None
         if hasattr(replay, "unlink"):  # a SharedReplayBuffer we own: never leak the segment
             self._closer = weakref.finalize(self, _close_shared, replay)
 
     @property
     def updates(self) -> int:
-        """Gradient updates done."""
-        return self.learner.updates
+        """Gradient updates done in this run."""
+        return self.learner.updates - self._updates_offset
+
+    def restart_counters(self) -> None:
+        """Weights kept, step counts from zero (``--initialize-from``): warm-up and the replay
+        ratio start afresh."""
+        self.agent_steps = 0
+        self._updates_offset = self.learner.updates
+        self._updates_at = {self.version: 0}
 
     # -- the seam -------------------------------------------------------------------------------
     def accept(self, segment: Segment) -> int | None:
@@ -172,7 +182,8 @@ class DDPGHost:
     def state_dict(self) -> dict:
         """Learner, counters and the replay buffer's filled rows (see the module doc for size)."""
         return {"ddpg": self.learner.state_dict(), "version": self.version,
-                "updates": self.updates, "agent_steps": self.agent_steps,
+                "updates": self.updates, "updates_offset": self._updates_offset,
+                "agent_steps": self.agent_steps,
                 "replay": self._replay_state()}
 
     def _replay_state(self) -> dict | None:
@@ -191,6 +202,7 @@ class DDPGHost:
         self.learner.load_state_dict(state["ddpg"])
         self.version = int(state["version"])
         self.agent_steps = int(state["agent_steps"])
+        self._updates_offset = int(state.get("updates_offset", 0))
         self._updates_at = {self.version: self.updates}
         if state["replay"] is None:
             logger.warning("the checkpoint holds no replay buffer (save_replay_buffer: false): "

@@ -83,6 +83,12 @@ class PPOHost:
         self.version = int(state["host_version"])
         self.collected_steps = self.learner.agent_steps_collected
 
+    def restart_counters(self) -> None:
+        """Weights kept, step counts from zero (``--initialize-from``: fresh schedules)."""
+        self.collected_steps = 0
+        self.learner.agent_steps_collected = 0
+        self.learner.agent_steps_trained = 0
+
     def close(self) -> None:
         """Nothing outside the process to free."""
 

@@ -172,7 +172,8 @@ class _Run:
             if entry is not None:
                 run.restore(entry)
             elif name in initial:
-                host.load_state_dict(initial[name]["learner"])  # weights; fresh counters
+                host.load_state_dict(initial[name]["learner"])
+                host.restart_counters()  # weights kept; steps and schedules start afresh
             elif state is not None or self.initial is not None:
                 logger.warning("the checkpoint has no entry for behavior %s: it starts afresh",
                                name)
@@ -200,7 +201,7 @@ class _Run:
                 behavior = self.behaviors[name]
                 if behavior.done:
                     continue
-                checkpoint_due |= behavior.record(part)
+                checkpoint_due |= behavior.record(part, log_always=self.inference)
                 if behavior.done:
                     runner.finish(name)
                     logger.info("%s reached max_steps (%d agent-steps): it stops training",
