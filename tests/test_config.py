@@ -289,13 +289,18 @@ NET = "behaviors.3DBall.network_settings"
     ("keep_checkpoints: 5", "keep_checkpoints: 5\n    behavioral_cloning: {demo_path: x.demo}",
      "behaviors.3DBall", "behavioral_cloning"),
     ("keep_checkpoints: 5", "keep_checkpoints: 5\n    self_play: {window: 10}", "behaviors.3DBall", "self_play"),
-    ("keep_checkpoints: 5", "keep_checkpoints: 5\n    threaded: true", "behaviors.3DBall", "threaded"),
     ("keep_checkpoints: 5", "keep_checkpoints: 5\n    init_path: results/old", "behaviors.3DBall", "init_path"),
 ])
 def test_unsupported_mlagents_features_are_refused_by_name(tmp_path, old, new, section, key):
     assert old in MLAGENTS_3DBALL
     err = error_for(tmp_path, MLAGENTS_3DBALL.replace(old, new))
     assert_names(err, section, key, "not support")
+
+
+def test_threaded_is_accepted_as_unity_s_food_collector_config_sets_it(tmp_path):
+    cfg = load_text(tmp_path, MLAGENTS_3DBALL.replace("keep_checkpoints: 5",
+                                                      "keep_checkpoints: 5\n    threaded: true"))
+    assert cfg.behaviors["3DBall"].threaded is True
 
 
 def test_unsupported_trainer_type_curriculum_and_initialize_from(tmp_path):
