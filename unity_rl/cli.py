@@ -11,22 +11,22 @@ not given leaves the YAML's value), prepare the run folder, call into the packag
 Errors a user can fix (a bad config key, a wrong --env path, a taken port, an existing run
 folder, no checkpoint to resume) print one line ``unity-rl: error: ...`` on stderr and exit 1,
 without a traceback. Ctrl-C and SIGTERM stop the same way: the trainer writes a final checkpoint
-and closes every build; the command then exits 130.
+and closes every build; the command then exits 130 (Ctrl-C) or 143 (SIGTERM).
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import logging
 import math
 import os
 import shutil
-import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any, Sequence
+
+from unity_rl.interrupts import exit_status, sigterm_raises
 
 DEFAULT_CONFIG = "configs/ppo/3dball.yaml"
 DEFAULT_ENV = "unity_builds/3DBall"
@@ -382,7 +382,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             config_path.unlink(missing_ok=True)  # nothing trained: a retry needs no --force
         raise
     _print_train_result(result, run_dir)
-    return 130 if result.interrupted else 0
+    return exit_status(result.interrupted) if result.interrupted else 0
 
 
 def _print_train_result(result: Any, run_dir: Path) -> None:
@@ -556,34 +556,16 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
-@contextlib.contextmanager
-def sigterm_as_keyboard_interrupt():
-    """Inside, SIGTERM raises KeyboardInterrupt in the main thread, as Ctrl-C does, so both take
-    the same clean stop (the trainer installs the same conversion while it trains)."""
-    def handler(signum, frame):
-        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with sigterm_as_keyboard_interrupt():
+        with sigterm_raises():
             return int(args.handler(args) or 0)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         print("unity-rl: interrupted.", file=sys.stderr, flush=True)
-        return 130
+        return exit_status(stop)
     except _user_errors() as err:
         print(f"unity-rl: error: {err}", file=sys.stderr, flush=True)
         return 1

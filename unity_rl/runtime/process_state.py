@@ -1,5 +1,6 @@
-"""Process-wide state the learner host owns: signals during a run, and the RNG states that
-checkpoints carry (learners never touch either: ``runtime/algorithm.py``)."""
+"""Process-wide state the learner host owns: signals during a run (SIGTERM as
+``unity_rl.interrupts.Terminated``, ``shielded`` clean-up), and the RNG states that checkpoints
+carry (learners never touch either: ``runtime/algorithm.py``)."""
 from __future__ import annotations
 
 import contextlib
@@ -7,26 +8,10 @@ import random
 import signal
 import threading
 
+
 import numpy as np
 import torch
 
-
-
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt():
-    """SIGTERM raises KeyboardInterrupt in the main thread (restored on exit)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager

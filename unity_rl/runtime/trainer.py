@@ -47,13 +47,8 @@ from unity_rl.runtime.algorithm import Algorithm, HostContext
 from unity_rl.runtime.backend import ActorBackend
 from unity_rl.runtime.behavior_run import BehaviorRun, output_names
 from unity_rl.runtime.messages import ActorFailedError, ActorInfo, BehaviorInfo
-from unity_rl.runtime.process_state import (
-    load_rng_state,
-    rng_state,
-    seed_everything,
-    shielded,
-    sigterm_as_interrupt,
-)
+from unity_rl.interrupts import sigterm_raises
+from unity_rl.runtime.process_state import load_rng_state, rng_state, seed_everything, shielded
 from unity_rl.runtime.wiring import actor_specs, make_algorithms, wire
 
 logger = logging.getLogger(__name__)
@@ -95,8 +90,9 @@ class TrainResult(NamedTuple):
     torch_policy_path: Path | None
     checkpoint_path: Path | None
     """The last checkpoint written."""
-    interrupted: bool
-    """True when Ctrl-C / SIGTERM ended the run before every max_steps."""
+    interrupted: KeyboardInterrupt | None
+    """The interrupt that ended the run before every max_steps (``interrupts.Terminated`` for
+    SIGTERM), or None; truthy when interrupted."""
     behaviors: dict[str, BehaviorResult] = {}
     """Behavior (output name) -> its result."""
 
@@ -248,7 +244,8 @@ class _Run:
             behavior.close()
         return wall
 
-    def result(self, wall_seconds: float, policies: dict, interrupted: bool) -> TrainResult:
+    def result(self, wall_seconds: float, policies: dict,
+               interrupted: KeyboardInterrupt | None) -> TrainResult:
         per = {}
         for name, b in self.behaviors.items():
             onnx_path, torch_path = policies.get(name, (None, None))
@@ -320,11 +317,11 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
     specs = actor_specs(cfg, algorithms, default, run_dir / "run_logs", seed,
                         int(state["agent_steps"]) if state else 0, actor_env_args)
     backend, runner_for = wire(cfg, specs)
-    interrupted = False
+    interrupted: KeyboardInterrupt | None = None
     save_at_end = False  # normal end, Ctrl-C/SIGTERM, or an actor failure: the learners are sound
     policies: dict = {}
     wall_seconds = 0.0
-    with sigterm_as_interrupt():
+    with sigterm_raises():
         try:
             try:
                 t0 = time.perf_counter()
@@ -334,9 +331,9 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
                 run.setup(infos, console)
                 run.loop(runner_for({n: b.host for n, b in run.behaviors.items()}), target_return)
                 save_at_end = True
-            except KeyboardInterrupt:
-                interrupted = save_at_end = True
-                logger.info("interrupted: stopping actors and saving")
+            except KeyboardInterrupt as stop:
+                interrupted, save_at_end = stop, True
+                logger.info("interrupted (%s): stopping actors and saving", stop or "Ctrl-C")
             except ActorFailedError as err:
                 save_at_end = True
                 _raise_config_error(cfg, err)
@@ -356,7 +353,8 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
                     algorithm.close()
             wall_seconds = run.close()
     if not run.ready:  # interrupted while the builds were starting: nothing trained
-        raise KeyboardInterrupt("interrupted before training started")
+        raise interrupted if isinstance(interrupted, KeyboardInterrupt) else \
+            KeyboardInterrupt("interrupted before training started")
     return run.result(wall_seconds, policies, interrupted)
 
 
