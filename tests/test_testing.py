@@ -16,7 +16,7 @@ from unity_rl.standin.academy import Academy
 from unity_rl.standin.options import OptionError, parse_args
 from unity_rl.standin.scenes import SCENES
 from unity_rl.testing import (MockBehavior, MockObservation, MockSpecError, mock_build,
-                              parse_spec)
+                              parse_spec, sensor_names)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -153,6 +153,16 @@ def test_same_seed_same_observations(tmp_path, free_base_port):
 def test_invalid_specs_name_the_field(spec, message):
     with pytest.raises(MockSpecError, match=message):
         parse_spec(spec)
+
+
+def test_default_sensor_names_are_unique_and_unity_like():
+    obs = [MockObservation((1, 6, 9), "png"), MockObservation((5, 4, 6), "png", name="Cam5"),
+           MockObservation((4,)), MockObservation((4,)), MockObservation((2, 3, 3))]
+    assert sensor_names(obs) == ["CameraSensor", "Cam5", "VectorSensor_size4_2",
+                                 "VectorSensor_size4_3", "GridSensor"]
+    with pytest.raises(MockSpecError, match=r"observations\[1\]\.name: repeats"):
+        MockBehavior("A", continuous=1, observations=(MockObservation((2,), name="x"),
+                                                      MockObservation((3,), name="x")))
 
 
 def test_invalid_spec_in_python_and_in_the_player(tmp_path):

@@ -7,8 +7,8 @@ MaxStep you give as ``MockBehavior`` values. It is a stand-in build (``python -m
 Mock``, see ``unity_builds/README.md``): it speaks the real ML-Agents gRPC protocol, so the real
 ``mlagents_envs.UnityEnvironment`` launches it and everything built on it works unchanged:
 ``UnityVecEnv(path)``, ``AgentStream(path, behaviors=ALL_BEHAVIORS)``, ``unity-rl train --env
-path``, ``mlagents-learn --env path``. The same spec can be written as JSON and passed to the
-player with ``--standin-spec JSON_OR_PATH`` (docs/testing.md gives the format).
+path``, ``UnityEnvironment(file_name=str(path))``. The same spec can be written as JSON and
+passed to the player with ``--standin-spec JSON_OR_PATH`` (docs/testing.md gives the format).
 
 Contract (what a test may rely on; details in docs/testing.md):
 
@@ -35,12 +35,12 @@ import os
 import re
 import shlex
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 __all__ = ["MockBehavior", "MockObservation", "MockSpecError", "mock_build", "parse_spec",
-           "spec_to_json"]
+           "sensor_names", "spec_to_json"]
 
 COMPRESSIONS = ("none", "png")
 _NAME = re.compile(r"^[^?\s][^?]*(\?team=\d+)?$")
@@ -236,11 +236,12 @@ def sensor_names(observations: Sequence[MockObservation]) -> list[str]:
             defaults.append("GridSensor")
         else:
             defaults.append(f"VectorSensor_size{obs.shape[0]}")
+    unnamed = [d for obs, d in zip(observations, defaults) if obs.name is None]
     out = []
     for i, (obs, default) in enumerate(zip(observations, defaults)):
         if obs.name is not None:
             out.append(obs.name)
-        elif defaults.count(default) > 1:
+        elif unnamed.count(default) > 1:
             out.append(f"{default}_{i}")
         else:
             out.append(default)
@@ -290,7 +291,8 @@ def parse_spec(spec: Any) -> list[MockBehavior]:
     seen: dict[str, int] = {}
     for i, b in enumerate(behaviors):
         if b.full_name in seen:
-            _fail(f"behaviors[{i}].name", f"{b.full_name!r} is already behaviors[{seen[b.full_name]}]")
+            _fail(f"behaviors[{i}].name",
+                  f"{b.full_name!r} is already behaviors[{seen[b.full_name]}]")
         seen[b.full_name] = i
     return behaviors
 
