@@ -165,7 +165,7 @@ def test_default_sensor_names_are_unique_and_unity_like():
                                                       MockObservation((3,), name="x")))
 
 
-def test_invalid_spec_in_python_and_in_the_player(tmp_path):
+def test_invalid_spec_in_python_and_in_the_player(tmp_path, free_base_port):
     with pytest.raises(MockSpecError, match=r"behavior\.decision_period: must be >= 1"):
         MockBehavior("A", continuous=1, decision_period=0)
     with pytest.raises(MockSpecError, match=r"behavior\.observations\[0\]\.shape"):
@@ -175,7 +175,8 @@ def test_invalid_spec_in_python_and_in_the_player(tmp_path):
     path = mock_build(tmp_path, [MockBehavior("A", continuous=1)])
     (tmp_path / "Mock.json").write_text('{"behaviors": [{"name": "A", "continuous": -1}]}')
     log = tmp_path / "player.log"
-    proc = subprocess.run([str(path), "-logFile", str(log), "--mlagents-port", "28999"],
+    proc = subprocess.run([str(path), "-logFile", str(log), "--mlagents-port",
+                           str(free_base_port(1))],
                           timeout=30)
     assert proc.returncode == 2
     assert "behaviors[0].continuous: must be >= 0" in log.read_text()
