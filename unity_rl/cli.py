@@ -462,12 +462,19 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     env_path = resolve_env_path(env_path)
     env = open_vec_env(args, env_path, run_cfg, behavior=args.behavior or policy.behavior_name)
     try:
-        returns = evaluate_policy(env, policy.module, args.episodes)
+        played = evaluate_policy(env, policy.module, args.episodes)
     finally:
         env.close()
+    name = _short(env.behavior_name)
+    for i, (ret, length) in enumerate(played, 1):
+        print(f"[INFO] {name} episode {i}: return {ret:.3f}, length {length} decisions",
+              flush=True)
+    returns = [ret for ret, _ in played]
     mean, std = float(sum(returns) / len(returns)), _std(returns)
-    print(f"[INFO] {_short(env.behavior_name)}: mean return {mean:.3f} (std {std:.3f}) over "
-          f"{len(returns)} episodes, deterministic policy from {checkpoint}.", flush=True)
+    mean_length = sum(length for _, length in played) / len(played)
+    print(f"[INFO] {name}: mean return {mean:.3f} (std {std:.3f}), mean length "
+          f"{mean_length:.1f} decisions over {len(returns)} episodes, deterministic policy "
+          f"from {checkpoint}.", flush=True)
     return 0
 
 

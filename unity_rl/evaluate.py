@@ -70,22 +70,30 @@ def _env_actions(out) -> np.ndarray:
 
 def finished_episodes(infos: dict) -> list[tuple[int, float]]:
     """(slot, return) of the episodes a UnityVecEnv step ended (SAME_STEP autoreset infos)."""
+    return [(slot, ret) for slot, ret, _ in finished_episode_stats(infos)]
+
+
+def finished_episode_stats(infos: dict) -> list[tuple[int, float, int]]:
+    """(slot, return, length in decisions) of the episodes a UnityVecEnv step ended."""
     mask = infos.get("_final_info")
     if mask is None or not np.any(mask):
         return []
-    returns = np.asarray(infos["final_info"]["episode"]["r"])
-    return [(int(slot), float(returns[slot])) for slot in np.flatnonzero(mask)]
+    episode = infos["final_info"]["episode"]
+    returns, lengths = np.asarray(episode["r"]), np.asarray(episode["l"])
+    return [(int(slot), float(returns[slot]), int(lengths[slot]))
+            for slot in np.flatnonzero(mask)]
 
 
-def evaluate_policy(env, module, episodes: int) -> list[float]:
-    """Runs ``module`` (obs[, masks] -> action) on ``env``; returns ``episodes`` returns.
+def evaluate_policy(env, module, episodes: int) -> list[tuple[float, int]]:
+    """Runs ``module`` (obs[, masks] -> action) on ``env``; returns ``episodes`` (return,
+    length in decisions) pairs.
 
     Taking the first N episodes to end would favour short (often failed) episodes when many
     agents play at once; instead every slot plays ceil(N / slots) episodes and the first ones of
     each slot are kept.
     """
     per_slot = -(-episodes // env.num_envs)
-    done: list[list[float]] = [[] for _ in range(env.num_envs)]
+    done: list[list[tuple[float, int]]] = [[] for _ in range(env.num_envs)]
     obs, infos = env.reset()
     with torch.no_grad():
         while min(len(d) for d in done) < per_slot:
@@ -96,7 +104,7 @@ def evaluate_policy(env, module, episodes: int) -> list[float]:
             else:
                 actions = module(x)
             obs, _, _, _, infos = env.step(_env_actions(actions))
-            for slot, ret in finished_episodes(infos):
-                done[slot].append(ret)
+            for slot, ret, length in finished_episode_stats(infos):
+                done[slot].append((ret, length))
     rounds = [[d[i] for d in done] for i in range(per_slot)]
     return [r for round_ in rounds for r in round_][:episodes]

@@ -104,6 +104,12 @@ class UnityVecEnv(VectorEnv):
 
     # -- gymnasium API ----------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Restarts every agent's episode; returns ``(observations, infos)``, one row per slot.
+
+        ``seed`` relaunches the builds with ``seed + build`` (ML-Agents takes a seed only at
+        launch); ``options`` is unused. ``infos["action_mask"]`` (bool, True = allowed) is there
+        for behaviors with discrete branches.
+        """
         fresh_with_seed = self._pending_first is not None and seed == self.builds.seed
         if seed is not None and not fresh_with_seed:
             self.builds.relaunch_all(seed)  # ML-Agents takes a seed only at launch
@@ -118,6 +124,16 @@ class UnityVecEnv(VectorEnv):
         return self._slots.observation(), self._slots.infos(scratch)
 
     def step(self, actions):
+        """Acts for every slot and advances the builds until every slot has its next decision.
+
+        Returns ``(observations, rewards, terminated, truncated, infos)``. Autoreset is
+        SAME_STEP (``metadata["autoreset_mode"]``): a slot whose episode ended in this step
+        already holds the first observation of its next episode (Unity restarts the agent by
+        itself; no other slot is touched), its final observation is in ``infos["final_obs"]``
+        and its statistics in ``infos["final_info"]`` (masks ``_final_obs`` / ``_final_info``).
+        ``truncated`` is Unity's ``interrupted`` (MaxStep, or a restarted build),
+        ``terminated`` a real end. Do not call ``reset()`` after an episode end.
+        """
         if self._pending_first is not None:
             raise RuntimeError("call reset() before step()")
         slots = self._slots
