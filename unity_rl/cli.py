@@ -12,6 +12,9 @@ Errors a user can fix (a bad config key, a wrong --env path, a taken port, an ex
 folder, no checkpoint to resume) print one line ``unity-rl: error: ...`` on stderr and exit 1,
 without a traceback. Ctrl-C and SIGTERM stop the same way: the trainer writes a final checkpoint
 and closes every build; the command then exits 130 (Ctrl-C) or 143 (SIGTERM).
+
+Size (over ~400 lines on purpose): the flag definitions of four commands in mlagents-learn's
+habits plus their thin handlers; the work lives in trainer, evaluate and export.
 """
 from __future__ import annotations
 

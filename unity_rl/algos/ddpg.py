@@ -16,6 +16,9 @@ normalised.  No process-wide torch state is set (no global seed, no thread count
 Actions: continuous only, in Unity's bounds [-1, 1]: the actor ends in tanh.  Exploration adds
 Gaussian or per-agent Ornstein–Uhlenbeck noise and clips to the bounds; during warm-up the actor
 side plays uniform random actions (``DDPGPolicy.explore``).
+
+Size: the DDPG config, learner and policy (about 400 lines; the networks are in
+ddpg_nets.py).
 """
 from __future__ import annotations
 

@@ -1,6 +1,10 @@
 """Strict YAML loading (ML-Agents' ``strict_to_cls``, with better messages): ``parse_config``
 and ``load_config``; an unknown key, a wrong type or an out-of-range value is a ``ConfigError``
-naming the file, the section and the key."""
+naming the file, the section and the key.
+
+Size: the generic strict-structuring helpers and the per-section parsers they serve read best
+together (about 430 lines).
+"""
 from __future__ import annotations
 
 import dataclasses

@@ -1,5 +1,9 @@
 """The configuration's sections as frozen dataclasses (one docstring line per field), checked
-when built: ``RunConfig`` and its parts, ``ConfigError`` and ``FrozenMap``."""
+when built: ``RunConfig`` and its parts, ``ConfigError`` and ``FrozenMap``.
+
+Size: one frozen dataclass per section with a docstring line per field and its checks (about
+420 lines).
+"""
 from __future__ import annotations
 
 import dataclasses

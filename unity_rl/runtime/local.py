@@ -29,6 +29,10 @@ No orphans: actors ignore SIGINT (the trainer decides how to stop), turn SIGTERM
 (so their ``finally`` closes the builds), ask Linux for SIGTERM when the trainer dies
 (PR_SET_PDEATHSIG) and also stop when ``parent_process()`` is gone. ``stop()`` asks politely,
 then terminates, then kills the actors and whatever build processes they had started.
+
+Size (over ~400 lines on purpose): starting, watching, re-creating and stopping an actor
+process share one per-actor record (channels, heartbeat, incarnations); split, each part would
+reach into the others' internals.
 """
 from __future__ import annotations
 

@@ -36,6 +36,9 @@ Ray's lifetime: without an address a local Ray instance is started and shut down
 with ``address`` ('auto' or 'host:port') the driver connects to that cluster and only
 disconnects. A driver that is already connected (``ray.is_initialized()``) is reused and left
 connected. Only this module imports ray.
+
+Size (over ~400 lines on purpose): the Ray actor class, placement, liveness, re-creation and
+clean-up share one per-actor slot and must stay the only module that imports ray.
 """
 from __future__ import annotations
 
