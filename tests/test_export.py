@@ -16,16 +16,6 @@ from unity_rl.algos.ppo import PPOConfig, PPOLearner, PPOPolicy
 from unity_rl.export import export_onnx
 
 
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """One torch thread: on a small shared machine more threads are far slower."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 CONTINUOUS = SimpleNamespace(continuous_size=2, discrete_branches=())
 DISCRETE = SimpleNamespace(continuous_size=0, discrete_branches=(3, 2))
 

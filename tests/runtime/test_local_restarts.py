@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from tests.runtime.fakes import BEHAVIOR, FakeStream
-from tests.runtime.helpers import live_descendants, tiny_config
+from tests.runtime.helpers import assert_gone, live_descendants, tiny_config
 from tests.runtime.test_wirings import host_for, spec, weights_of
 from unity_rl.runtime.actor import StreamSettings
 from unity_rl.runtime.local import LocalProcessBackend
@@ -71,15 +71,6 @@ def wait_for(condition, timeout: float = 60.0, what: str = "condition") -> None:
         time.sleep(0.05)
 
 
-def assert_gone(pids) -> None:
-    procs = []
-    for pid in pids:
-        try:
-            procs.append(psutil.Process(pid))
-        except psutil.NoSuchProcess:
-            continue
-    _, alive = psutil.wait_procs(procs, timeout=10)
-    assert [p for p in alive if p.status() != psutil.STATUS_ZOMBIE] == []
 
 
 # ----------------------------------------------------------------------------------------------
