@@ -23,6 +23,7 @@ Stand-in options (all optional; see unity_builds/README.md):
 ``--standin-realtime``             pace at 50 x time_scale academy steps/s like a real player
 ``--standin-basic-start CELL``     Basic: start cell (default 10)
 ``--standin-connect-timeout S``    give up (exit 1) when no trainer answers the handshake
+``--standin-blind``                GridWorld: send all-black camera images (same shape, PNG)
 =================================  ========================================================
 """
 from __future__ import annotations
@@ -55,6 +56,8 @@ class PlayerOptions:
     realtime: bool = False
     basic_start: int | None = None
     connect_timeout: float = 30.0
+    blind: bool = False
+    """GridWorld: all-black images, for a policy blind to the image (a baseline)."""
     ignored: list[str] = field(default_factory=list)
     """Arguments the player did not recognise (Unity ignores them too)."""
 
@@ -122,7 +125,7 @@ def _set(opts: PlayerOptions, name: str, value: str) -> None:
         raise OptionError(f"unknown stand-in option --standin-{name}")
 
 
-_FLAGS = {"realtime"}
+_FLAGS = {"realtime", "blind"}
 
 
 def parse_args(argv: list[str]) -> PlayerOptions:

@@ -34,9 +34,10 @@ from unity_rl.standin.scenes.visual_ball import encode_png
 from unity_rl.standin.side_channels import EnvironmentParameters
 from unity_rl.standin.wire import ObsSpec
 
-GRID = 5
-CELL_PX = 8
-IMAGE_SIZE = GRID * CELL_PX  # 40
+DEFAULT_GRID = 3
+"""Cells per side when the ``gridSize`` environment parameter is not set (Unity's default is 5)."""
+MIN_GRID, MAX_GRID = 2, 8
+IMAGE_SIZE = 40
 
 NOOP, UP, DOWN, LEFT, RIGHT = range(5)
 _MOVES = np.array([[0, 0], [-1, 0], [1, 0], [0, -1], [0, 1]])  # (row, column); up = row - 1
@@ -44,6 +45,11 @@ GREEN, RED = 0, 1
 _COLOURS = np.array([[40, 220, 60], [230, 40, 40]], np.uint8)  # goals: green, red
 _FLOORS = np.array([[25, 95, 35], [105, 25, 25]], np.uint8)  # floor tinted by the target
 _AGENT = np.array([60, 110, 255], np.uint8)
+
+
+def cell_px(grid: int) -> int:
+    """Pixels per cell side of a ``grid`` x ``grid`` area in the fixed 40x40 image."""
+    return IMAGE_SIZE // grid
 
 
 class GridWorldModel:
@@ -59,21 +65,28 @@ class GridWorldModel:
     def __init__(self, n: int, rng: np.random.Generator, params: EnvironmentParameters,
                  opts=None):
         self.rng = rng
+        self.params = params
+        self.blind = bool(getattr(opts, "blind", False))
+        self.grid = np.full(n, DEFAULT_GRID, np.int64)  # cells per side, per agent (episode)
         self.agent = np.zeros((n, 2), np.int64)
         self.goals = np.zeros((n, 2, 2), np.int64)  # [agent, green/red, (row, col)]
         self.target = np.zeros(n, np.int64)
 
     def reset(self, idx: np.ndarray) -> None:
+        # Unity's GridArea reads gridSize at every area reset.
+        sizes = np.rint(self.params.sample("gridSize", DEFAULT_GRID, len(idx)))
+        self.grid[idx] = np.clip(sizes, MIN_GRID, MAX_GRID).astype(np.int64)
         for i in idx.tolist():
-            cells = self.rng.choice(GRID * GRID, size=3, replace=False)
-            rows, cols = np.divmod(cells, GRID)
+            g = int(self.grid[i])
+            cells = self.rng.choice(g * g, size=3, replace=False)
+            rows, cols = np.divmod(cells, g)
             self.agent[i] = rows[0], cols[0]
             self.goals[i] = np.stack([rows[1:], cols[1:]], axis=1)
         self.target[idx] = self.rng.integers(0, 2, len(idx))
 
     def act(self, idx: np.ndarray, continuous: np.ndarray, discrete: np.ndarray):
         choice = discrete[:, 0]
-        pos = np.clip(self.agent[idx] + _MOVES[choice], 0, GRID - 1)
+        pos = np.clip(self.agent[idx] + _MOVES[choice], 0, self.grid[idx, None] - 1)
         self.agent[idx] = pos
         on = (pos[:, None, :] == self.goals[idx]).all(axis=2)  # [k, 2]: on green, on red
         hit_target = on[np.arange(len(idx)), self.target[idx]]
@@ -85,36 +98,41 @@ class GridWorldModel:
         pass
 
     def render(self, idx: np.ndarray) -> np.ndarray:
-        """Images [k, 40, 40, 3] uint8 of the given agents."""
+        """Images [k, 40, 40, 3] uint8 of the given agents (all black with ``--standin-blind``)."""
         k = len(idx)
         img = np.empty((k, IMAGE_SIZE, IMAGE_SIZE, 3), np.uint8)
+        if self.blind:
+            img[:] = 0
+            return img
         img[:] = _FLOORS[self.target[idx]][:, None, None, :]
         for j, i in enumerate(idx.tolist()):
+            px = cell_px(int(self.grid[i]))
             for colour, (r, c) in zip(_COLOURS, self.goals[i]):
-                _fill(img[j], r, c, colour)
-            _fill(img[j], *self.agent[i], _AGENT)
+                _fill(img[j], r, c, colour, px)
+            _fill(img[j], *self.agent[i], _AGENT, px)
         return img
 
     def observe(self, idx: np.ndarray) -> list:
         return [[encode_png(image) for image in self.render(idx)]]
 
     def action_mask(self, idx: np.ndarray) -> np.ndarray:
-        rows, cols = self.agent[idx, 0], self.agent[idx, 1]
+        rows, cols, last = self.agent[idx, 0], self.agent[idx, 1], self.grid[idx] - 1
         mask = np.zeros((len(idx), 5), dtype=bool)
-        mask[:, UP], mask[:, DOWN] = rows == 0, rows == GRID - 1
-        mask[:, LEFT], mask[:, RIGHT] = cols == 0, cols == GRID - 1
+        mask[:, UP], mask[:, DOWN] = rows == 0, rows == last
+        mask[:, LEFT], mask[:, RIGHT] = cols == 0, cols == last
         return mask
 
 
-def _fill(image: np.ndarray, row: int, col: int, colour: np.ndarray) -> None:
+def _fill(image: np.ndarray, row: int, col: int, colour: np.ndarray, px: int) -> None:
     """Paints cell (row, col) but a 1-pixel rim, so neighbouring cells stay distinct."""
-    top, left = row * CELL_PX, col * CELL_PX
-    image[top + 1: top + CELL_PX - 1, left + 1: left + CELL_PX - 1] = colour
+    top, left = row * px, col * px
+    image[top + 1: top + px - 1, left + 1: left + px - 1] = colour
 
 
 def oracle_action(model: GridWorldModel, i: int) -> int:
     """The scripted oracle: from agent i's true state, a move along a shortest path to the target
     goal that never steps onto the other goal (mean return about +0.95; checks solvability)."""
+    grid = int(model.grid[i])
     target = tuple(model.goals[i, model.target[i]].tolist())
     other = tuple(model.goals[i, 1 - model.target[i]].tolist())
     dist = {target: 0}  # breadth-first distances to the target, around the other goal
@@ -124,12 +142,12 @@ def oracle_action(model: GridWorldModel, i: int) -> int:
         for r, c in frontier:
             for dr, dc in _MOVES[1:]:
                 cell = (r + dr, c + dc)
-                if 0 <= cell[0] < GRID and 0 <= cell[1] < GRID and cell != other \
+                if 0 <= cell[0] < grid and 0 <= cell[1] < grid and cell != other \
                         and cell not in dist:
                     dist[cell] = dist[(r, c)] + 1
                     nxt.append(cell)
         frontier = nxt
     here = model.agent[i]
-    moves = [(dist.get(tuple(np.clip(here + _MOVES[a], 0, GRID - 1).tolist()), 99), a)
+    moves = [(dist.get(tuple(np.clip(here + _MOVES[a], 0, grid - 1).tolist()), 99), a)
              for a in (UP, DOWN, LEFT, RIGHT)]
     return min(moves)[1]
