@@ -1,16 +1,21 @@
 """GridWorld: Unity's GridWorld example, simplified (simulated with numpy, one agent per area).
 
-Each agent lives in its own 5x5 area (``--standin-agents`` / ``num_areas`` multiply areas; the
-build has 9 by default). Every episode puts the agent, a green goal and a red goal on three
-distinct random cells, and picks the *target* colour (green or red) at random.
+Each agent lives in its own square area of ``gridSize`` x ``gridSize`` cells (``--standin-agents``
+/ ``num_areas`` multiply areas; the build has 9 by default). ``gridSize`` is Unity's own
+environment parameter, read at every episode start (2..8); the stand-in's default is **3**
+(Unity's scene: 5), because with Unity's GridWorld.yaml neither mlagents-learn nor unity-rl
+learns the 5x5 image scene within 100k agent-steps, while 3x3 is learnt by both in about
+40k (see unity_builds/README.md). Every episode puts the agent, a green goal and a red goal on
+three distinct random cells, and picks the *target* colour (green or red) at random.
 
 * Observation (the only one): ``CameraSensor``, a top-down RGB image, PNG-compressed as a real
-  camera sensor sends it, shape [3, 40, 40] (Unity uses 84x84; 40x40 keeps PNG encoding and the
-  ``simple`` visual encoder cheap and is above its 20x20 minimum). The 5x5 grid is drawn at 8
-  pixels per cell (aligned with the 8x8/stride-4 first convolution of ML-Agents' encoders), each
-  object a 6x6 square: goals bright green and bright red, the agent blue. The whole floor is
-  tinted with the *target* colour (dark green or dark red), so the cue is in every patch of the
-  image and "this goal has the floor's hue" is a local feature.
+  camera sensor sends it, shape [3, 40, 40] whatever the grid size (Unity uses 84x84; 40x40
+  keeps PNG encoding and the ``simple`` visual encoder cheap and is above its 20x20 minimum).
+  Each cell is ``40 // gridSize`` pixels (13 at 3x3, 8 at 5x5), each object fills its cell but
+  a 1-pixel rim: goals bright green and bright red, the agent blue. The whole floor is tinted
+  with the *target* colour (dark green or dark red), so the cue is in every patch of the image
+  and "this goal has the floor's hue" is a local feature. ``--standin-blind`` sends all-black
+  images instead (same shape, PNG): a baseline blind to the image.
 * Actions: one branch of 5: 0 no-op, 1 up, 2 down, 3 left, 4 right (Unity's order). Action
   masks (True = unavailable) forbid moving into the surrounding walls, as Unity's GridWorld
   does with its mask option.
@@ -22,8 +27,8 @@ distinct random cells, and picks the *target* colour (green or red) at random.
 Deviation from Unity: Unity tells the agent which goal to reach through a separate goal-signal
 vector sensor; here the target is shown only in the image (the floor tint), so a policy that
 ignores the image reaches the right goal only by chance (expected goal reward 0).
-``oracle_action`` is a scripted policy that reads the true state (mean return about +0.95;
-a random masked policy gets about -0.25).
+``oracle_action`` is a scripted policy that reads the true state (mean return about +0.99 at
+3x3, +0.95 at 5x5; a random masked policy gets about -0.03 at 3x3, -0.25 at 5x5).
 """
 from __future__ import annotations
 
