@@ -46,9 +46,10 @@ def test_gridworld_build_spec_png_masks_and_decision_period(open_env):
     assert ends and np.isclose(np.abs(ends), 1.0).all(), "goals end episodes with +-1"
 
 
-def _world(target, agent, green, red):
+def _world(target, agent, green, red, grid=5):
     model = GridWorldModel(1, np.random.default_rng(0), EnvironmentParameters(), None)
     model.reset(np.array([0]))
+    model.grid[0] = grid
     model.target[0], model.agent[0] = target, agent
     model.goals[0] = [green, red]
     return model
@@ -82,32 +83,89 @@ def test_gridworld_target_is_shown_only_by_the_floor_colour():
     assert green[0, 0, 1] > green[0, 0, 0] and red[0, 0, 0] > red[0, 0, 1]
 
 
-def test_gridworld_oracle_and_random_returns():
-    """The scene's true state solves it (about +0.9); a random masked policy gets about -0.25."""
+def _grid_params(size=None):
+    """EnvironmentParameters as the trainer's environment-parameters channel sets them."""
+    from mlagents_envs.side_channel.environment_parameters_channel import (
+        EnvironmentParametersChannel,
+    )
+
+    from tests.standin.test_side_channels import _stream
+    from unity_rl.standin.side_channels import SideChannelReceiver
+
+    receiver = SideChannelReceiver(lambda line: None)
+    if size is not None:
+        channel = EnvironmentParametersChannel()
+        channel.set_float_parameter("gridSize", float(size))
+        receiver.process(_stream(channel))
+    return receiver.parameters
+
+
+def _returns(policy, size=None, episodes=600):
+    model = GridWorldModel(9, np.random.default_rng(1), _grid_params(size), None)
+    idx = np.arange(9)
+    model.reset(idx)
+    ret, steps, returns = np.zeros(9), np.zeros(9, int), []
+    rng = np.random.default_rng(2)
+    while len(returns) < episodes:
+        actions = np.array([[policy(model, i, rng)] for i in idx])
+        reward, ended = model.act(idx, None, actions)
+        ret += reward
+        steps += 1
+        done = ended | (steps == 100)
+        returns += ret[done].tolist()
+        ret[done], steps[done] = 0.0, 0
+        model.reset(idx[done])
+    return float(np.mean(returns))
+
+
+def _random_masked(model, i, rng):
+    return rng.choice(np.flatnonzero(~model.action_mask(np.array([i]))[0]))
+
+
+def _oracle(model, i, rng):
     from unity_rl.standin.scenes.gridworld import oracle_action
 
-    def run(policy, episodes=300):
-        model = GridWorldModel(9, np.random.default_rng(1), EnvironmentParameters(), None)
-        idx = np.arange(9)
-        model.reset(idx)
-        ret, steps, returns = np.zeros(9), np.zeros(9, int), []
-        rng = np.random.default_rng(2)
-        while len(returns) < episodes:
-            actions = np.array([[policy(model, i, rng)] for i in idx])
-            reward, ended = model.act(idx, None, actions)
-            ret += reward
-            steps += 1
-            done = ended | (steps == 100)
-            returns += ret[done].tolist()
-            ret[done], steps[done] = 0.0, 0
-            model.reset(idx[done])
-        return float(np.mean(returns))
+    return oracle_action(model, i)
 
-    def random_masked(model, i, rng):
-        return rng.choice(np.flatnonzero(~model.action_mask(np.array([i]))[0]))
 
-    assert run(lambda m, i, rng: oracle_action(m, i)) > 0.85
-    assert -0.35 < run(random_masked) < -0.15
+def test_gridworld_oracle_and_random_returns():
+    """3x3 by default: the true state solves it (about +0.99), a random masked policy is at
+    chance (about -0.03); Unity's 5x5 (gridSize 5): +0.95 against about -0.25."""
+    assert _returns(_oracle) > 0.95
+    assert -0.1 < _returns(_random_masked) < 0.05
+    assert _returns(_oracle, size=5) > 0.85
+    assert -0.35 < _returns(_random_masked, size=5) < -0.15
+
+
+def test_gridworld_grid_size_parameter_and_default():
+    default = GridWorldModel(9, np.random.default_rng(0), _grid_params(), None)
+    default.reset(np.arange(9))
+    assert default.grid.tolist() == [3] * 9
+    assert default.agent.max() <= 2 and default.goals.max() <= 2
+    model = GridWorldModel(9, np.random.default_rng(0), _grid_params(5), None)
+    model.reset(np.arange(9))
+    assert model.grid.tolist() == [5] * 9
+    model.agent[0] = (2, 2)  # inside a 5x5 grid: no wall around
+    assert not model.action_mask(np.array([0]))[0].any()
+    # The image keeps its 40x40 size; a 3x3 grid is drawn with 13-pixel cells.
+    image = _world(0, (2, 2), (0, 0), (1, 1), grid=3).render(np.array([0]))[0]
+    assert image.shape == (40, 40, 3)
+    assert image[13 * 2 + 6, 13 * 2 + 6].tolist() == _AGENT.tolist()
+    assert image[6, 6].tolist() == _COLOURS[0].tolist()
+    assert image[13 + 6, 13 + 6].tolist() == _COLOURS[1].tolist()
+
+
+def test_gridworld_blind_option_sends_black_png_images(open_env):
+    env = open_env("GridWorld", args=["--standin-blind"])
+    env.reset()
+    assert [o.shape for o in env.behavior_specs[GW].observation_specs] == [(3, 40, 40)]
+    rng = np.random.default_rng(0)
+    for _ in range(12):
+        decision, _ = env.get_steps(GW)
+        if len(decision):
+            assert (decision.obs[0] == 0).all()
+            assert decision.action_mask[0].any()  # the masks still tell where the walls are
+        random_step(env, rng)
 
 
 def test_food_collector_hybrid_spec_and_rewards(open_env):

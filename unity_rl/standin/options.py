@@ -24,6 +24,7 @@ Stand-in options (all optional; see unity_builds/README.md):
 ``--standin-basic-start CELL``     Basic: start cell (default 10)
 ``--standin-spec JSON_OR_PATH``    Mock: its spec, JSON text or a JSON file (docs/testing.md)
 ``--standin-connect-timeout S``    give up (exit 1) when no trainer answers the handshake
+``--standin-blind``                GridWorld: send all-black camera images (same shape, PNG)
 =================================  ========================================================
 """
 from __future__ import annotations
@@ -58,6 +59,8 @@ class PlayerOptions:
     spec: str | None = None
     """--standin-spec: the Mock scene's spec, JSON text or a file path (read by the scene)."""
     connect_timeout: float = 30.0
+    blind: bool = False
+    """GridWorld: all-black images, for a policy blind to the image (a baseline)."""
     ignored: list[str] = field(default_factory=list)
     """Arguments the player did not recognise (Unity ignores them too)."""
 
@@ -129,7 +132,7 @@ def _set(opts: PlayerOptions, name: str, value: str) -> None:
         raise OptionError(f"unknown stand-in option --standin-{name}")
 
 
-_FLAGS = {"realtime"}
+_FLAGS = {"realtime", "blind"}
 
 
 def parse_args(argv: list[str]) -> PlayerOptions:
