@@ -1,0 +1,379 @@
+"""``UnityParallelEnv``: an optional PettingZoo ``ParallelEnv`` view over an ``AgentStream``.
+
+Needs ``pip install pettingzoo`` (the ``pettingzoo`` extra); nothing else in unity_rl imports
+this module. Documented in docs/adapter.md ("PettingZoo").
+
+Contract:
+- one PettingZoo agent per Unity agent, named ``f"{label}/{build}/{agent_id}"``, where ``label``
+  is the behavior's short name (``3DBall``), or its full name (``Soccer?team=1``) when two
+  selected behaviors share a short name;
+- ``possible_agents`` holds every agent seen so far and grows when Unity agents appear late;
+  ``observation_space(agent)``/``action_space(agent)`` are the behavior's spaces (one object per
+  behavior);
+- ``agents`` is always **the agents that must get an action at the next ``step()``**: every
+  agent with a pending Unity decision, nothing else. ``step(actions)`` takes exactly those
+  keys;
+- between two ``step()`` calls the builds are stepped (empty Unity steps included) until some
+  agent requests a decision. Agents of one behavior must decide together: if some live agents
+  of a behavior decide and others do not, ``DecisionTimingError``. A behavior that does not
+  decide at a step (TwoBehaviors: 3DBall every 5 steps, Basic every step) is simply absent from
+  that step's dicts and from ``agents``; ``live_agents`` lists every agent whose episode is
+  running;
+- an episode end is reported once, with ``terminated`` (real end) or ``truncated`` (Unity's
+  interrupted, or the build restarted) and the final observation, and the agent leaves
+  ``agents``. With ``revive=True`` (default), when Unity starts its next episode the agent
+  comes back at the next ``step()`` with the fresh observation (reward 0). If the fresh decision
+  arrived in the same ``step()`` as the end, the next ``step()`` is a *revival step*: it does
+  not step Unity, keeps the actions it was given, and returns only the revived agents (the
+  actions of the others are sent with theirs at the following ``step()``). With
+  ``revive=False`` an ended agent stays out until ``reset()`` and Unity's decisions for it get
+  zero actions (nobody observes them);
+- ``infos[agent]``: ``behavior``, ``build``, ``agent_id``; ``action_mask`` (bool, True =
+  allowed) for discrete behaviors; at an episode end ``episode = {"r": return, "l": actions}``
+  and ``build_restarted`` when the build was restarted.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+try:
+    from pettingzoo import ParallelEnv
+except ImportError as exc:  # pragma: no cover - exercised through a subprocess test
+    raise ImportError(
+        "unity_rl.envs.pettingzoo_env needs PettingZoo: pip install pettingzoo "
+        "(or pip install 'unity-rl[pettingzoo]')") from exc
+
+from gymnasium import spaces
+
+from unity_rl.envs.agent_stream import AgentStream, StepResult
+from unity_rl.envs.behavior import (
+    ALL_BEHAVIORS,
+    observation_keys,
+    short_name,
+    single_action_space,
+    single_observation_space,
+)
+from unity_rl.envs.slots import DecisionTimingError
+from unity_rl.envs.types import AgentKey
+
+__all__ = ["DecisionTimingError", "UnityParallelEnv"]
+
+MAX_EMPTY_STEPS = 100_000
+"""Unity steps one ``step()`` may take without any agent requesting a decision."""
+
+_USE_STREAM = ("The PettingZoo view needs every live agent of a behavior to decide at the same "
+               "Unity step; use unity_rl.AgentStream(behaviors=...).step_all, which follows "
+               "each agent's own timing.")
+
+
+class UnityParallelEnv(ParallelEnv):
+    """PettingZoo ``ParallelEnv`` over the agents of an ``AgentStream``; see the module doc."""
+
+    metadata = {"name": "unity_rl_parallel_v0", "render_modes": [], "is_parallelizable": True}
+
+    def __init__(self, env_path: str, *, behaviors: Sequence[str] | str = ALL_BEHAVIORS,
+                 revive: bool = True, **stream_kwargs: Any):
+        """``stream_kwargs``: any ``AgentStream`` keyword (``num_builds``, ``base_port``,
+        ``env_args``, ``seed``, ``timeout_wait``, ``other_behaviors``, ...)."""
+        stream = AgentStream(env_path, behaviors=behaviors, **stream_kwargs)
+        try:
+            self._attach(stream, revive)
+        except BaseException:
+            stream.close()
+            raise
+
+    @classmethod
+    def from_stream(cls, stream: AgentStream, *, revive: bool = True) -> "UnityParallelEnv":
+        """Takes over an open stream (do not step it afterwards; ``close()`` closes it)."""
+        env = cls.__new__(cls)
+        env._attach(stream, revive)
+        return env
+
+    def _attach(self, stream: AgentStream, revive: bool) -> None:
+        self.stream = stream
+        self.revive = bool(revive)
+        self.behavior_names: list[str] = list(stream.behavior_names)
+        shorts = [short_name(n) for n in self.behavior_names]
+        self._label = {n: (s if shorts.count(s) == 1 else n)
+                       for n, s in zip(self.behavior_names, shorts)}
+        self._by_label = {label: n for n, label in self._label.items()}
+        png = stream.builds.png_observations
+        self._obs_spaces = {n: single_observation_space(stream.specs[n], png.get(n))
+                            for n in self.behavior_names}
+        self._act_spaces = {n: single_action_space(stream.specs[n].action_spec)
+                            for n in self.behavior_names}
+        self._obs_keys = {n: (observation_keys(stream.specs[n])
+                              if isinstance(self._obs_spaces[n], spaces.Dict) else None)
+                          for n in self.behavior_names}
+        self.possible_agents: list[str] = []
+        self._keys: dict[str, AgentKey] = {}
+        self.agents: list[str] = []
+        self._closed = False
+        self._needs_reset = True
+        self._fresh_stream = True
+        self._clear()
+
+    def _clear(self) -> None:
+        self.agents = []
+        self._pending: dict[str, tuple[Any, Any]] = {}     # reported, awaiting an action
+        self._unreported: dict[str, tuple[Any, Any]] = {}  # revived in the step that ended them
+        self._held: dict[str, Any] = {}                    # actions waiting for the Unity step
+        self._live: set[str] = set()                       # episode running
+        self._ended: set[str] = set()                      # ended, next decision starts anew
+        self._dead: set[str] = set()                       # revive=False: out until reset()
+        self._rows: dict[str, list[str]] = {n: [] for n in self.behavior_names}
+        self._last_obs: dict[str, Any] = {}
+        self._return: dict[str, float] = defaultdict(float)
+        self._length: dict[str, int] = defaultdict(int)
+
+    # -- spaces ------------------------------------------------------------------------------
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self._obs_spaces[self.behavior_of(agent)]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self._act_spaces[self.behavior_of(agent)]
+
+    def behavior_of(self, agent: str) -> str:
+        """The agent's full behavior name (also for agents not seen yet)."""
+        key = self._keys.get(agent)
+        if key is not None:
+            return key.behavior
+        label = agent.rsplit("/", 2)[0]
+        if label not in self._by_label:
+            raise KeyError(f"'{agent}' is not an agent name of this env: names are "
+                           f"'<behavior>/<build>/<agent_id>' with <behavior> one of "
+                           f"{sorted(self._by_label)}")
+        return self._by_label[label]
+
+    def agent_name(self, key: AgentKey) -> str:
+        return f"{self._label[key.behavior]}/{key.build}/{key.agent_id}"
+
+    @property
+    def live_agents(self) -> list[str]:
+        """Agents whose episode is running, whether or not they decide at this step."""
+        return [a for a in self.possible_agents if a in self._live]
+
+    # -- API ---------------------------------------------------------------------------------
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        """Unity's RESET for every build (every agent starts an episode; no ends reported).
+        ``seed``: ML-Agents takes a seed only at launch, so a seed relaunches the builds with
+        seeds ``seed + i`` (not right after construction with the same seed). ``options`` is
+        ignored. Returns ``(observations, infos)`` of the agents that decide first."""
+        self._check_open()
+        if seed is not None and not (self._fresh_stream and seed == self.stream.builds.seed):
+            if self._fresh_stream:
+                self.stream.reset_all()  # consume the stream's first result (old builds)
+            self.stream.builds.relaunch_all(seed)
+        self._fresh_stream = False
+        self._clear()
+        out = _Out()
+        self._process(self.stream.reset_all(), out, set())
+        self._advance(out, set())
+        self._needs_reset = False
+        return out.obs, out.infos
+
+    def step(self, actions: Mapping[str, Any]):
+        """``actions``: one per agent of ``agents``, exactly. Returns ``(observations, rewards,
+        terminations, truncations, infos)`` for the agents that decide now and those whose
+        episode ended (see the module doc for revival steps)."""
+        self._check_open()
+        if self._needs_reset:
+            raise RuntimeError("call reset() before step()")
+        missing = set(self.agents) - set(actions)
+        extra = set(actions) - set(self.agents)
+        if missing or extra:
+            raise KeyError(f"step() takes one action per agent of env.agents, exactly: "
+                           f"missing {sorted(missing)}, not expected {sorted(extra)} "
+                           f"(agents that do not decide now, or whose episode ended, take none)")
+        for agent, action in actions.items():
+            self._held[agent] = action
+            self._length[agent] += 1
+        out = _Out()
+        self._pending = {}
+        if self._unreported:  # revival step: no Unity step, the held actions wait
+            for agent, (obs, mask) in self._unreported.items():
+                self._report_decision(out, agent, obs, mask, 0.0)
+            self._unreported = {}
+            self.agents = list(self._pending)
+            return out.as_tuple()
+        if not self.revive and not self._live:
+            self.agents = []
+            return out.as_tuple()  # revive=False and every agent is out: nothing to step
+        ended_now: set[str] = set()
+        self._process(self.stream.step_all(self._actions_for_unity()), out, ended_now)
+        self._advance(out, ended_now)
+        return out.as_tuple()
+
+    def close(self) -> None:
+        if not getattr(self, "_closed", True):
+            self._closed = True
+            self.stream.close()
+
+    def __enter__(self) -> "UnityParallelEnv":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- internals ---------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("the env is closed")
+
+    def _advance(self, out: "_Out", ended_now: set[str]) -> None:
+        """Steps the builds with no actions (only zeros for revive=False agents) until some
+        agent needs an action, then checks that each behavior's live agents decide together."""
+        for _ in range(MAX_EMPTY_STEPS):
+            if self._pending or self._unreported:
+                break
+            if not self.revive and not self._live:
+                break  # every agent is out until reset()
+            self._process(self.stream.step_all(self._actions_for_unity()), out, ended_now)
+        else:
+            raise RuntimeError(f"no agent requested a decision in {MAX_EMPTY_STEPS} Unity steps")
+        self._check_alignment()
+        self.agents = list(self._pending)
+
+    def _actions_for_unity(self) -> dict[str, Any]:
+        actions = {}
+        for name, rows in self._rows.items():
+            if not rows:
+                continue
+            chosen = []
+            for agent in rows:
+                if agent in self._held:
+                    chosen.append(self._held[agent])
+                elif agent in self._dead:
+                    chosen.append(_zero_action(self._act_spaces[name]))
+                else:  # pragma: no cover - bookkeeping invariant
+                    raise RuntimeError(f"internal error: no action for pending agent {agent}")
+            actions[name] = _stack_actions(chosen)
+        self._held = {}
+        return actions
+
+    def _process(self, results: Mapping[str, StepResult], out: "_Out",
+                 ended_now: set[str]) -> None:
+        for name in self.behavior_names:
+            result = results[name]
+            restarted = result.restarted
+            for i, key in enumerate(result.terminals.keys):
+                agent = self.agent_name(key)
+                if agent not in self._live:
+                    continue  # revive=False agent ending again, or an agent never seen
+                obs = self._row_obs(name, result.terminals.obs, i)
+                self._end(out, agent, obs, float(result.terminals.reward[i]),
+                          bool(result.terminals.interrupted[i]), restarted.get(key.build))
+                ended_now.add(agent)
+            for agent in sorted(self._live):  # restarted build: cut what was not reported
+                key = self._keys[agent]
+                if key.behavior == name and key.build in restarted:
+                    self._end(out, agent, self._last_obs.get(agent), 0.0, True,
+                              restarted[key.build])
+                    ended_now.add(agent)
+            dec = result.decisions
+            self._rows[name] = [self.agent_name(k) for k in dec.keys]
+            for i, key in enumerate(dec.keys):
+                agent = self._rows[name][i]
+                if agent in self._dead:
+                    continue  # gets zeros
+                if agent not in self._keys:
+                    self._keys[agent] = key
+                    self.possible_agents.append(agent)
+                obs = self._row_obs(name, dec.obs, i)
+                mask = None if dec.action_mask is None else dec.action_mask[i]
+                reward = float(dec.reward[i])
+                if agent not in self._live:  # first decision of an episode
+                    self._live.add(agent)
+                    self._ended.discard(agent)
+                    self._return[agent], self._length[agent] = 0.0, 0
+                    reward = 0.0
+                self._last_obs[agent] = obs
+                if agent in ended_now:
+                    self._unreported[agent] = (obs, mask)
+                else:
+                    self._report_decision(out, agent, obs, mask, reward)
+
+    def _end(self, out: "_Out", agent: str, obs, reward: float, interrupted: bool,
+             restarted: str | None) -> None:
+        self._return[agent] += reward
+        out.obs[agent] = obs
+        out.rewards[agent] = reward
+        out.terminations[agent] = not interrupted
+        out.truncations[agent] = interrupted
+        info = self._base_info(agent)
+        info["episode"] = {"r": self._return[agent], "l": self._length[agent]}
+        if restarted is not None:
+            info["build_restarted"] = restarted
+        out.infos[agent] = info
+        self._live.discard(agent)
+        self._pending.pop(agent, None)
+        self._unreported.pop(agent, None)
+        (self._ended if self.revive else self._dead).add(agent)
+
+    def _report_decision(self, out: "_Out", agent: str, obs, mask, reward: float) -> None:
+        self._return[agent] += reward
+        out.obs[agent] = obs
+        out.rewards[agent] = reward
+        out.terminations[agent] = False
+        out.truncations[agent] = False
+        info = self._base_info(agent)
+        if mask is not None:
+            info["action_mask"] = mask
+        out.infos[agent] = info
+        self._pending[agent] = (obs, mask)
+
+    def _base_info(self, agent: str) -> dict:
+        key = self._keys[agent]
+        return {"behavior": key.behavior, "build": key.build, "agent_id": key.agent_id}
+
+    def _row_obs(self, name: str, obs: list[np.ndarray], i: int):
+        keys = self._obs_keys[name]
+        if keys is None:
+            return obs[0][i]
+        return {k: o[i] for k, o in zip(keys, obs)}
+
+    def _check_alignment(self) -> None:
+        deciding: dict[str, set[str]] = defaultdict(set)
+        for agent in list(self._pending) + list(self._unreported):
+            deciding[self._keys[agent].behavior].add(agent)
+        for name, agents in deciding.items():
+            waiting = sorted(a for a in self._live
+                             if self._keys[a].behavior == name and a not in agents)
+            if waiting:
+                raise DecisionTimingError(
+                    f"Agents of behavior '{name}' decide at different Unity steps: "
+                    f"{sorted(agents)[:5]} request a decision now, {waiting[:5]} (alive) do "
+                    f"not (mixed decision periods, an agent that vanished without ending, or "
+                    f"a build restarted alone and now out of phase). {_USE_STREAM}")
+
+
+class _Out:
+    """The five dicts of one ``step()``."""
+
+    def __init__(self) -> None:
+        self.obs: dict[str, Any] = {}
+        self.rewards: dict[str, float] = {}
+        self.terminations: dict[str, bool] = {}
+        self.truncations: dict[str, bool] = {}
+        self.infos: dict[str, dict] = {}
+
+    def as_tuple(self):
+        return self.obs, self.rewards, self.terminations, self.truncations, self.infos
+
+
+def _zero_action(space: spaces.Space):
+    if isinstance(space, spaces.Dict):
+        return {k: _zero_action(s) for k, s in space.spaces.items()}
+    if isinstance(space, spaces.Discrete):
+        return 0
+    return np.zeros(space.shape, space.dtype)
+
+
+def _stack_actions(actions: list):
+    """Per-agent actions -> the batched form ``AgentStream.step_all`` takes."""
+    if isinstance(actions[0], Mapping):
+        return {k: np.stack([np.asarray(a[k]) for a in actions]) for k in actions[0]}
+    return np.stack([np.asarray(a) for a in actions])
