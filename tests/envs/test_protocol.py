@@ -252,6 +252,20 @@ def test_mlagents_envs_imports_in_a_fresh_interpreter_after_unity_rl():
     assert out.stdout.strip() == "UnityToExternalProtoStub"
 
 
+def test_plain_mlagents_envs_imports_in_a_venv_made_by_setup_sh():
+    import sysconfig
+
+    if not (Path(sysconfig.get_paths()["purelib"]) / "unity_rl_protobuf.pth").exists():
+        pytest.skip("this interpreter's venv was not made by scripts/setup.sh")
+    code = ("from mlagents_envs.environment import UnityEnvironment; "
+            "from mlagents_envs.communicator_objects.unity_message_pb2 import UnityMessageProto; "
+            "import sys; print(UnityMessageProto.__module__, 'numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[0] == "mlagents_envs.communicator_objects.unity_message_pb2"
+
+
 def test_behavior_specs_from_recordings_are_complete():
     specs, _ = _recorded("FoodCollector")
     spec = next(iter(specs.values()))

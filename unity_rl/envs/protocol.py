@@ -23,14 +23,16 @@ Two jobs, both behind the communicator seam (``envs/communicator.py`` is the onl
 """
 from __future__ import annotations
 
-import ast
-import importlib.abc
+import importlib
 import importlib.machinery
 import importlib.util
 import math
 import re
 import sys
-from typing import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Sequence
 
 _PACKAGE = "mlagents_envs.communicator_objects"
 # protoc 3.x wrote the descriptor either as serialized_pb=_b('...') (a latin-1 str) or, from
@@ -55,11 +57,13 @@ def serialized_descriptor(source: str) -> bytes:
     match = _SERIALIZED_PB.search(source)
     if match is None:
         raise ImportError("no serialized_pb=_b('...') descriptor in the module's source")
+    import ast
+
     value = ast.literal_eval(match.group("literal"))
     return value if isinstance(value, bytes) else value.encode("latin1")  # what _b() does
 
 
-class _DescriptorLoader(importlib.abc.Loader):
+class _DescriptorLoader:  # an importlib Loader (importlib.abc costs 10 ms at start-up)
     """Builds a protoc-3 ``_pb2`` module from the descriptor bytes in its source file."""
 
     def __init__(self, origin: str):
@@ -87,13 +91,15 @@ class _DescriptorLoader(importlib.abc.Loader):
             builder.BuildServices(namespace["DESCRIPTOR"], module.__name__, namespace)
 
 
-class _DescriptorFinder(importlib.abc.MetaPathFinder):
+class _DescriptorFinder:  # an importlib MetaPathFinder
     """Routes ``mlagents_envs.communicator_objects.*_pb2`` imports to ``_DescriptorLoader``."""
 
     def find_spec(self, fullname, path=None, target=None):
         package, _, name = fullname.rpartition(".")
         if package != _PACKAGE or not name.endswith("_pb2"):
             return None  # *_pb2_grpc and everything else: the normal import
+        if protobuf_major() < 4:
+            return None  # protobuf 3.x loads protoc-3 modules itself
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or spec.origin is None:
             return None
@@ -105,12 +111,13 @@ _FINDER = _DescriptorFinder()
 
 
 def install() -> None:
-    """Makes mlagents-envs' message modules load on protobuf >= 4 (no-op on 3.x; idempotent).
+    """Makes mlagents-envs' message modules load on protobuf >= 4 (idempotent; the finder
+    stands aside under protobuf 3.x). Cheap: imports neither protobuf nor numpy.
 
     Raises ImportError when one of them was already imported the old way, which would leave
     two incompatible sets of classes in the process.
     """
-    if _FINDER in sys.meta_path or protobuf_major() < 4:
+    if _FINDER in sys.meta_path:
         return
     early = [m for m in sys.modules if m.startswith(_PACKAGE + ".") and m.endswith("_pb2")]
     if early:
@@ -128,12 +135,20 @@ def install() -> None:
 # a batch are copied out as the bytes of their ``FloatData`` (one C call per agent), and actions
 # are written as the bytes of the whole message with numpy.
 
-import numpy as np  # noqa: E402  (the hook above must not need numpy)
-
+# numpy is imported on first use: the import hook above runs at every interpreter start in
+# a venv made by scripts/setup.sh (unity_rl_protobuf.pth), where numpy would cost ~0.1 s.
+np = None
+_add_reduce = None
 _NONE_COMPRESSION = 0
-_add_reduce = np.add.reduce
 _isfinite = math.isfinite
 _rpc_utils = None
+
+
+def _load_numpy() -> None:
+    global np, _add_reduce
+    import numpy
+
+    np, _add_reduce = numpy, numpy.add.reduce
 
 
 def _stock():
@@ -218,6 +233,8 @@ def steps_from_agent_infos(agent_infos: Sequence, spec):
     the same arrays, dtypes and errors as ``mlagents_envs.rpc_utils.steps_from_proto``."""
     from mlagents_envs.base_env import DecisionSteps, TerminalSteps
 
+    if np is None:
+        _load_numpy()
     infos = list(agent_infos)
     scalars = [(info.done, info.reward, info.id, info.group_id, info.group_reward,
                 info.max_step_reached) for info in infos]
@@ -279,6 +296,8 @@ def encode_actions(continuous: np.ndarray, discrete: np.ndarray) -> bytes:
     ``vector_actions_deprecated`` (1) = continuous then discrete as floats,
     ``continuous_actions`` (6), ``discrete_actions`` (7), each packed and omitted when empty,
     exactly as protobuf serializes mlagents-envs' own messages."""
+    if np is None:
+        _load_numpy()
     k = continuous.shape[0]
     if k == 0:
         return b""
