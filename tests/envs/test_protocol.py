@@ -216,6 +216,15 @@ def test_actions_of_several_behaviors_and_extra_rows_encode_like_mlagents():
     assert UnityInputProto.FromString(fast) == stock
 
 
+def test_action_tuples_with_a_missing_part_encode_like_mlagents():
+    bare = ActionTuple()
+    bare._continuous = np.ones((2, 2), np.float32)  # discrete left None
+    for action in (ActionTuple(), bare):
+        n = 0 if action.continuous is None else 2
+        stock = _stock_input({"B": action}, {"B": n}, b"")
+        assert protocol.encode_step_input({"B": action}, {"B": n}, b"") == stock.SerializeToString()
+
+
 def test_negative_discrete_actions_encode_like_mlagents():
     action = ActionTuple(discrete=np.array([[-1, 2], [3, -7]], np.int32))
     stock = _stock_input({"B": action}, {"B": 2}, b"")

@@ -26,8 +26,7 @@ its communicator:
 Launch, handshake content, side channels, behavior specs, resets and close are mlagents-envs' own
 code.
 It relies on private members of ``UnityEnvironment`` (pinned at ==1.1.0): ``_communicator``,
-``_env_actions``, ``_env_specs``, ``_env_state``, ``_generate_step_input``,
-``_generate_reset_input``, ``_update_behavior_specs``, ``_update_state``, ``_poll_process``,
+``_env_actions``, ``_env_specs``, ``_env_state``, ``_generate_reset_input``, ``_update_behavior_specs``, ``_update_state``, ``_poll_process``,
 ``_side_channel_manager``.
 """
 from __future__ import annotations

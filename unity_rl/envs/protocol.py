@@ -347,7 +347,13 @@ def encode_step_input(actions: dict, n_agents: dict, side_channel: bytes) -> byt
         n = n_agents.get(name, 0)
         if n == 0:
             continue
-        body = encode_actions(action.continuous[:n], action.discrete[:n])
+        continuous, discrete = action.continuous, action.discrete
+        if continuous is None or discrete is None:  # an ActionTuple given only one part
+            if np is None:
+                _load_numpy()
+            continuous = np.zeros((n, 0), np.float32) if continuous is None else continuous
+            discrete = np.zeros((n, 0), np.int32) if discrete is None else discrete
+        body = encode_actions(continuous[:n], discrete[:n])
         rl_input += len_field(1, len_field(1, name.encode()) + len_field(2, body))
     if side_channel:
         rl_input += len_field(5, side_channel)
