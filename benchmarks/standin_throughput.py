@@ -5,8 +5,8 @@ Two clients drive a stand-in player for a fixed wall-clock time:
 * ``raw``: a minimal gRPC server that answers every message at once with a canned reply (zero
   actions) — the player's own speed, what a fast trainer would see;
 * ``mlagents``: the real ``mlagents_envs.environment.UnityEnvironment`` in a plain loop
-  (``step()`` with empty actions, or random ones with ``--random``) — end to end, including the
-  pure-Python protobuf parsing on the trainer side.
+  (``step()`` with empty actions, or random ones with ``--random``) — end to end, including
+  mlagents-envs' message handling on the trainer side (with this venv's protobuf: upb).
 
 Academy steps, messages and the player's CPU time after the handshake come from its log (last line);
 "steps/cpu-s" is academy steps per second of player CPU, i.e. the rate one core could sustain.
