@@ -19,17 +19,11 @@ import threading
 from concurrent import futures
 from pathlib import Path
 
-import numpy as np
-
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
 
-import grpc  # noqa: E402
-
-from unity_rl.envs.ports import find_free_port_block  # noqa: E402
-from mlagents_envs.communicator_objects.unity_message_pb2 import UnityMessageProto  # noqa: E402,I100
-
+# ``load``, ``CASES`` and ``DATA`` import nothing else: test_protocol.py also reads the
+# recordings from a venv with mlagents-envs' own pins, where unity_rl is not installed.
 DATA = Path(__file__).resolve().parent / "data" / "messages"
 
 # build -> (extra args, messages to play, plain messages to keep, terminal messages to keep)
@@ -46,6 +40,13 @@ CASES = {
 
 
 def record(case: str) -> list[bytes]:
+    sys.path.insert(0, str(REPO))
+    import grpc
+    import numpy as np
+
+    from unity_rl.envs.ports import find_free_port_block
+    from mlagents_envs.communicator_objects.unity_message_pb2 import UnityMessageProto  # noqa: I100
+
     args, n_messages, n_plain, n_terminal = CASES[case]
     build = case.split("-")[0]
     rng = np.random.default_rng(0)

@@ -10,6 +10,7 @@ field by field. Actions are encoded by ``UnityEnvironment._generate_step_input``
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -280,3 +281,78 @@ def test_behavior_specs_from_recordings_are_complete():
     spec = next(iter(specs.values()))
     assert isinstance(spec, BehaviorSpec)
     assert spec.action_spec.continuous_size == 3 and spec.action_spec.discrete_branches == (2,)
+
+
+# -- against mlagents-envs on its own pins (protobuf 3.20.3, pure Python) ----------------------
+
+_STOCK_DUMP = r"""
+import sys, numpy as np
+sys.path.insert(0, sys.argv[1])
+from record_messages import CASES, DATA, load
+import google.protobuf
+assert google.protobuf.__version__.startswith("3."), google.protobuf.__version__
+from mlagents_envs.communicator_objects.unity_message_pb2 import UnityMessageProto
+from mlagents_envs.rpc_utils import behavior_spec_from_proto, steps_from_proto
+out = {}
+for case in CASES:
+    specs = {}
+    for index, raw in enumerate(load(DATA / f"{case}.bin")):
+        output = UnityMessageProto.FromString(raw).unity_output
+        for bp in output.rl_initialization_output.brain_parameters:
+            specs[bp.brain_name] = behavior_spec_from_proto(
+                bp, output.rl_output.agentInfos[bp.brain_name].value[0])
+        for name, infos in output.rl_output.agentInfos.items():
+            dec, term = steps_from_proto(infos.value, specs[name])
+            key = f"{case}|{index}|{name}|"
+            for i, o in enumerate(dec.obs):
+                out[key + f"dec.obs{i}"] = o
+            for i, o in enumerate(term.obs):
+                out[key + f"term.obs{i}"] = o
+            for field in ("reward", "agent_id", "group_reward"):
+                out[key + "dec." + field] = getattr(dec, field)
+                out[key + "term." + field] = getattr(term, field)
+            out[key + "dec.group_id"] = np.asarray(dec.group_id, np.int64)
+            out[key + "term.group_id"] = np.asarray(term.group_id, np.int64)
+            out[key + "term.interrupted"] = term.interrupted
+            for i, m in enumerate(dec.action_mask or []):
+                out[key + f"dec.mask{i}"] = m
+np.savez(sys.argv[2], **out)
+"""
+
+
+def _stock_python() -> str | None:
+    candidate = os.environ.get("UNITY_RL_STOCK_PYTHON") or str(
+        Path(__file__).resolve().parents[2] / ".stock_venv" / "bin" / "python")
+    return candidate if Path(candidate).exists() else None
+
+
+@pytest.mark.skipif(_stock_python() is None,
+                    reason="no stock venv (bash benchmarks/stock_venv.sh, or UNITY_RL_STOCK_PYTHON)")
+def test_recorded_steps_decode_like_mlagents_on_protobuf_3(tmp_path):
+    dump = tmp_path / "stock.npz"
+    out = subprocess.run([_stock_python(), "-c", _STOCK_DUMP, str(Path(__file__).parent),
+                          str(dump)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    stock = np.load(dump)
+    compared = 0
+    for case in CASES:
+        specs, messages = _recorded(case)
+        for index, message in enumerate(messages):
+            for name, infos in message.unity_output.rl_output.agentInfos.items():
+                dec, term = protocol.steps_from_agent_infos(infos.value, specs[name])
+                key = f"{case}|{index}|{name}|"
+                fast = {f"dec.obs{i}": o for i, o in enumerate(dec.obs)}
+                fast.update({f"term.obs{i}": o for i, o in enumerate(term.obs)})
+                for field in ("reward", "agent_id", "group_reward"):
+                    fast["dec." + field] = getattr(dec, field)
+                    fast["term." + field] = getattr(term, field)
+                fast["dec.group_id"] = np.asarray(dec.group_id, np.int64)
+                fast["term.group_id"] = np.asarray(term.group_id, np.int64)
+                fast["term.interrupted"] = term.interrupted
+                fast.update({f"dec.mask{i}": m for i, m in enumerate(dec.action_mask or [])})
+                expected = sorted(k[len(key):] for k in stock.files if k.startswith(key))
+                assert sorted(fast) == expected, key
+                for field, value in fast.items():
+                    _assert_same(stock[key + field], value, key + field)
+                    compared += 1
+    assert compared > 500
