@@ -75,7 +75,7 @@ def training_run(params: dict) -> dict:
     t0 = time.perf_counter()
     result = train(cfg, run_dir, resume=False, console=False)
     process_wall = time.perf_counter() - t0
-    rows = read_progress(run_dir / "progress.csv")
+    rows = read_progress(run_dir / "3DBall" / "progress.csv")
     steady = None
     if len(rows) >= 3:
         first, last = rows[0], rows[-1]
@@ -109,18 +109,20 @@ class _VersionOnlyLearner:
 
 
 def transport_run(params: dict) -> dict:
-    from tests.runtime.fakes import FakeStream
+    from tests.runtime.fakes import BEHAVIOR, FakeStream
     from unity_rl.algos.nets import NetworkConfig
     from unity_rl.algos.ppo import PPOConfig, PPOLearner
     from unity_rl.runtime.actor import ActorSpec, StreamSettings
+    from unity_rl.runtime.algorithm import BehaviorPlan
     from unity_rl.runtime.backend import make_backend
+    from unity_rl.runtime.onpolicy import PPOHost
     from unity_rl.runtime.policies import ppo_policy
     from unity_rl.runtime.runners import SyncRunner
 
     net = NetworkConfig(normalize=True, hidden_units=128, num_layers=2)
-    specs = [ActorSpec(actor_id=k, stream=StreamSettings("fake"),
-                       policy_factory=functools.partial(ppo_policy, network_cfg=net),
-                       segment_steps=params["segment_steps"], time_horizon=64,
+    plan = BehaviorPlan(functools.partial(ppo_policy, network_cfg=net), params["segment_steps"],
+                        64, cut_at_segment_end=True)
+    specs = [ActorSpec(actor_id=k, stream=StreamSettings("fake"), plans=(("Fake", plan),),
                        wait_for_new_weights=True, seed=k,
                        stream_factory=functools.partial(FakeStream, num_agents=12, obs_dim=8,
                                                         seed=k, build=k))
@@ -129,10 +131,12 @@ def transport_run(params: dict) -> dict:
     with make_backend(params["backend"], specs) as backend:
         infos = backend.start()
         startup = time.perf_counter() - t0
-        weights = PPOLearner(infos[0].obs_dim, infos[0].action_spec,
+        fake = infos[0].behaviors[BEHAVIOR]
+        weights = PPOLearner(fake.obs_shapes, fake.action_spec,
                              PPOConfig(buffer_size=1024, minibatch_size=64), net,
-                             num_threads=1, seed=0).weights()
-        runner = SyncRunner(backend, _VersionOnlyLearner(weights))
+                             seed=0).weights()
+        host = PPOHost(_VersionOnlyLearner(weights), buffer_steps=1, drop_lag=None)
+        runner = SyncRunner(backend, {BEHAVIOR: host})
         runner.start()
         for _ in range(10):  # warm-up
             runner.next_update()

@@ -122,7 +122,8 @@ def one_run(params: dict) -> dict:
     t0 = time.perf_counter()
     result = train(cfg, run_dir, resume=False, console=True, target_return=params["target"])
     process_wall = time.perf_counter() - t0
-    learner = CheckpointManager(run_dir).load()["learner"]
+    [entry] = CheckpointManager(run_dir).load()["behaviors"].values()
+    learner = entry["learner"]
     reached = result.episodes >= 100 and result.mean_return >= params["target"]
     return {
         "reached_target": bool(reached),

@@ -142,7 +142,7 @@ def one_run(params: dict) -> dict:
                    target_return=params.get("target"),
                    actor_env_args=params.get("actor_env_args"))
     process_wall = time.perf_counter() - t0
-    rows = read_progress(run_dir / "progress.csv")
+    rows = read_progress(run_dir / "3DBall" / "progress.csv")
     target = params.get("target")
     reached = (next((r for r in rows if r["mean_return"] >= target), None)
                if target is not None else None)

@@ -12,9 +12,9 @@ Measured per run and behavior, from the run's TensorBoard scalar ``Environment/C
 ``<run>/<Behavior>/`` or ``<run>/``):
 
 - **agent-steps to target**: the step of the first window whose mean >= the scene's target
-  (3DBall 95, Basic 0.9). Windows differ: mlagents-learn writes one per ``summary_freq``
-  agent-steps, labelled with the multiple of ``summary_freq``; unity-rl writes one per update
-  (episodes finished since the previous update), labelled with the agent-steps collected then.
+  (3DBall 95, Basic 0.9). Both write one window per ``summary_freq`` agent-steps, labelled
+  with the multiple of ``summary_freq`` (unity-rl closes a window at the behavior's first update
+  past that multiple).
 - **wall s to target**: that event's ``wall_time`` minus the moment the process was started
   (``Popen``), so build start-up and imports count.
 - **agent-steps/s**: step of the last window / seconds from process start to it.

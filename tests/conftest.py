@@ -28,3 +28,15 @@ def free_base_port():
         return find_free_port_block(count, start=rng.randrange(20000, 50000))
 
     return pick
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Tests run torch on one thread: on a small shared machine more threads are far slower
+    (a learner never sets threads itself; the trainer sets its own while it runs)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -16,7 +16,7 @@ import pytest
 from unity_rl import cli
 from tests.runtime.helpers import live_descendants
 from unity_rl.checkpoint import CheckpointManager
-from unity_rl.runtime.trainer import training_sections
+from unity_rl.runtime.wiring import training_sections
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG = REPO_ROOT / "configs" / "ppo" / "3dball.yaml"
@@ -218,12 +218,16 @@ def test_evaluate_and_export_need_a_run(tmp_path, capsys):
     assert "has no checkpoint yet" in _clean_error(code, capsys.readouterr().err)
 
 
-def test_sigterm_becomes_keyboard_interrupt():
+def test_sigterm_becomes_a_keyboard_interrupt_that_exits_143():
+    from unity_rl.interrupts import Terminated, exit_status, sigterm_raises
+
     before = signal.getsignal(signal.SIGTERM)  # not always SIG_DFL: ray.init() installs one
-    with cli.sigterm_as_keyboard_interrupt():
-        with pytest.raises(KeyboardInterrupt):
+    with sigterm_raises():
+        with pytest.raises(Terminated) as stop:
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(5)
+    assert isinstance(stop.value, KeyboardInterrupt) and exit_status(stop.value) == 143
+    assert exit_status(KeyboardInterrupt()) == 130
     assert signal.getsignal(signal.SIGTERM) is before
 
 
@@ -403,7 +407,7 @@ def test_interrupt_checkpoints_and_leaves_no_processes(tmp_path, free_base_port,
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, out + err
+    assert proc.returncode == (130 if sig == signal.SIGINT else 143), out + err
     assert "Traceback" not in err, err
     assert "Interrupted after" in out and "--resume" in out
     _assert_all_gone(family, timeout=10)

@@ -289,13 +289,18 @@ NET = "behaviors.3DBall.network_settings"
     ("keep_checkpoints: 5", "keep_checkpoints: 5\n    behavioral_cloning: {demo_path: x.demo}",
      "behaviors.3DBall", "behavioral_cloning"),
     ("keep_checkpoints: 5", "keep_checkpoints: 5\n    self_play: {window: 10}", "behaviors.3DBall", "self_play"),
-    ("keep_checkpoints: 5", "keep_checkpoints: 5\n    threaded: true", "behaviors.3DBall", "threaded"),
     ("keep_checkpoints: 5", "keep_checkpoints: 5\n    init_path: results/old", "behaviors.3DBall", "init_path"),
 ])
 def test_unsupported_mlagents_features_are_refused_by_name(tmp_path, old, new, section, key):
     assert old in MLAGENTS_3DBALL
     err = error_for(tmp_path, MLAGENTS_3DBALL.replace(old, new))
     assert_names(err, section, key, "not support")
+
+
+def test_threaded_is_accepted_as_unity_s_food_collector_config_sets_it(tmp_path):
+    cfg = load_text(tmp_path, MLAGENTS_3DBALL.replace("keep_checkpoints: 5",
+                                                      "keep_checkpoints: 5\n    threaded: true"))
+    assert cfg.behaviors["3DBall"].threaded is True
 
 
 def test_unsupported_trainer_type_curriculum_and_initialize_from(tmp_path):
@@ -308,8 +313,15 @@ def test_unsupported_trainer_type_curriculum_and_initialize_from(tmp_path):
               - {name: L1, value: 1.0}
         """))
     assert_names(err, "environment_parameters.mass", "curriculum", "not support")
-    err = error_for(tmp_path, MLAGENTS_3DBALL + "checkpoint_settings: {initialize_from: old}\n")
-    assert_names(err, "checkpoint_settings", "initialize_from", "not support")
+    err = error_for(tmp_path, MLAGENTS_3DBALL + "checkpoint_settings: {load_model: true}\n")
+    assert_names(err, "checkpoint_settings", "load_model", "not support")
+
+
+def test_initialize_from_and_inference_are_accepted_and_checked(tmp_path):
+    cfg = load_text(tmp_path, MLAGENTS_3DBALL + "checkpoint_settings: {initialize_from: old}\n")
+    assert cfg.checkpoint_settings.initialize_from == "old"
+    err = error_for(tmp_path, MLAGENTS_3DBALL + "checkpoint_settings: {inference: true}\n")
+    assert_names(err, "checkpoint_settings", "inference", "resume or initialize_from")
 
 
 @pytest.mark.parametrize("encoder", ["simple", "nature_cnn", "resnet", "match3", "fully_connected"])
@@ -436,3 +448,44 @@ def test_configs_are_frozen(tmp_path):
         cfg.behaviors["3DBall"].hyperparameters.clip_coef = 0.3
     with pytest.raises(TypeError):
         cfg.behaviors["3DBall"] = None
+
+
+def test_a_plain_mlagents_ppo_file_gets_mlagents_ppo(tmp_path):
+    """No project key set: every choice is ML-Agents 1.1.0's (see PPOConfig and DESIGN.md §7)."""
+    hp = parse_config({"behaviors": {"B": {"hyperparameters": {"batch_size": 32,
+                                                                "buffer_size": 256}}}}
+                      ).behaviors["B"].hyperparameters
+    assert (hp.max_grad_norm, hp.adam_eps, hp.vf_coef, hp.clip_vloss, hp.norm_adv) == (
+        0.0, 1e-8, 0.5, True, True)
+    assert (hp.adv_norm_scope, hp.minibatch_remainder, hp.policy_ratio, hp.gaussian_entropy,
+            hp.schedule_steps) == ("buffer", "drop", "per_action", "mean", "collected")
+    assert hp.arch == {"activation": "swish", "weight_init": "mlagents", "action_clip": "mlagents"}
+
+
+def test_project_ppo_keys_bring_back_the_earlier_choices(tmp_path):
+    cfg = load_text(tmp_path, """\
+        behaviors:
+          B:
+            hyperparameters:
+              max_grad_norm: 0.5
+              adam_eps: 1.0e-5
+              advantage_normalization: minibatch
+              minibatch_remainder: spread
+              policy_ratio: joint
+              gaussian_entropy: sum
+              schedule_steps: trained
+              activation: tanh
+              weight_init: orthogonal
+              action_clip: unit
+        """)
+    hp = cfg.behaviors["B"].hyperparameters
+    assert (hp.max_grad_norm, hp.adam_eps, hp.adv_norm_scope, hp.minibatch_remainder,
+            hp.policy_ratio, hp.gaussian_entropy, hp.schedule_steps) == (
+        0.5, 1e-5, "minibatch", "spread", "joint", "sum", "trained")
+    assert hp.arch == {"activation": "tanh", "weight_init": "orthogonal", "action_clip": "unit"}
+    with pytest.raises(ConfigError, match="policy_ratio"):
+        load_text(tmp_path, """\
+            behaviors:
+              B:
+                hyperparameters: {policy_ratio: per_branch}
+            """)

@@ -16,16 +16,6 @@ from unity_rl.algos.ppo import PPOConfig, PPOLearner, PPOPolicy
 from unity_rl.export import export_onnx
 
 
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """One torch thread: on a small shared machine more threads are far slower."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 CONTINUOUS = SimpleNamespace(continuous_size=2, discrete_branches=())
 DISCRETE = SimpleNamespace(continuous_size=0, discrete_branches=(3, 2))
 
@@ -63,6 +53,24 @@ def test_continuous_round_trip(tmp_path):
     assert actions.shape == (37, 2) and np.abs(actions).max() <= 1.0
     # the batch axis is dynamic
     assert session.run(["continuous_actions"], {"obs_0": obs[:1]})[0].shape == (1, 2)
+
+
+def test_onnx_continuous_actions_are_clamped_like_ml_agents(tmp_path):
+    """ML-Agents' exported model sends clamp(μ, −3, 3) / 3 (``ActionModel.get_action_out``), the
+    same map as ``PPOPolicy.env_actions`` during training; ``action_clip: unit`` clips to ±1."""
+    for action_clip, expected in (("mlagents", lambda m: np.clip(m, -3, 3) / 3),
+                                  ("unit", lambda m: np.clip(m, -1, 1))):
+        learner = PPOLearner(8, CONTINUOUS, PPOConfig(action_clip=action_clip),
+                             NetworkConfig(hidden_units=32), seed=0)
+        with torch.no_grad():
+            learner.model.actor_head[-1].bias.copy_(torch.tensor([4.5, 1.5]))
+        path = export_onnx(learner.export_module(), 8, CONTINUOUS, tmp_path / f"{action_clip}.onnx")
+        obs = np.random.default_rng(1).normal(0, 1, (16, 8)).astype(np.float32)
+        actions = ort.InferenceSession(str(path)).run(["continuous_actions"], {"obs_0": obs})[0]
+        with torch.no_grad():
+            mean = learner.model.actor_head(learner.model.actor_encoder(torch.from_numpy(obs))).numpy()
+        np.testing.assert_allclose(actions, expected(mean), rtol=1e-5, atol=1e-6)
+    assert np.allclose(actions[:, 0], 1.0)
 
 
 def test_discrete_round_trip_with_masks(tmp_path):
@@ -161,8 +169,8 @@ def test_image_and_vector_observations_round_trip(tmp_path, spec):
     actions, _, _ = policy.act(flat, masks if spec.discrete_branches else None, deterministic=True)
     c = spec.continuous_size
     if c:
-        np.testing.assert_allclose(out["continuous_actions"], np.clip(actions[:, :c], -1, 1),
-                                   atol=1e-5)
+        np.testing.assert_allclose(out["continuous_actions"], np.clip(actions[:, :c], -3, 3) / 3,
+                                   atol=1e-5)  # ML-Agents' clamp, as PPOPolicy.env_actions
         np.testing.assert_array_equal(out["continuous_actions"],
                                       out["deterministic_continuous_actions"])
     else:

@@ -11,22 +11,25 @@ not given leaves the YAML's value), prepare the run folder, call into the packag
 Errors a user can fix (a bad config key, a wrong --env path, a taken port, an existing run
 folder, no checkpoint to resume) print one line ``unity-rl: error: ...`` on stderr and exit 1,
 without a traceback. Ctrl-C and SIGTERM stop the same way: the trainer writes a final checkpoint
-and closes every build; the command then exits 130.
+and closes every build; the command then exits 130 (Ctrl-C) or 143 (SIGTERM).
+
+Size (over ~400 lines on purpose): the flag definitions of four commands in mlagents-learn's
+habits plus their thin handlers; the work lives in trainer, evaluate and export.
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import logging
 import math
 import os
 import shutil
-import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any, Sequence
+
+from unity_rl.interrupts import exit_status, sigterm_raises
 
 DEFAULT_CONFIG = "configs/ppo/3dball.yaml"
 DEFAULT_ENV = "unity_builds/3DBall"
@@ -161,7 +164,14 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--num-actors", type=int, metavar="K",
                        help="actor processes; the --num-envs builds are split over them (default 1)")
     train.add_argument("--backend", choices=("local", "ray"), help="where actors run: local processes or Ray (default local)")
-    train.add_argument("--ray-address", metavar="ADDR", help="address of an existing Ray cluster (with --backend ray)")
+    train.add_argument("--ray-address", metavar="ADDR",
+                       help="address of an existing Ray cluster (with --backend ray; default "
+                            "$RAY_ADDRESS, else a local Ray is started)")
+    train.add_argument("--max-actor-restarts", type=int, metavar="N",
+                       help="re-creations of a dead or hung actor allowed per actor, -1 unlimited "
+                            "(default: the builds' restart quota)")
+    train.add_argument("--num-cpus-per-actor", type=float, metavar="N",
+                       help="with --backend ray: CPUs each actor reserves (default 1)")
     train.add_argument("--torch-device", metavar="D", help="learner device: cpu, cuda, cuda:N or mps (default: cuda if available)")
     train.add_argument("--max-lifetime-restarts", type=int, metavar="N",
                        help="restarts of crashed builds allowed over the run, -1 unlimited (default 10)")
@@ -259,7 +269,9 @@ def _train_overrides(args: argparse.Namespace, env_path: str | None) -> dict[str
         "run_id": args.run_id, "results_dir": args.results_dir,
         "torch_device": args.torch_device, "debug": args.debug,
         "mode": args.mode, "num_actors": args.num_actors, "backend": args.backend,
-        "ray_address": args.ray_address, "max_steps": args.max_steps, "behavior": args.behavior,
+        "ray_address": args.ray_address, "num_cpus_per_actor": args.num_cpus_per_actor,
+        "max_actor_restarts": args.max_actor_restarts,
+        "max_steps": args.max_steps, "behavior": args.behavior,
         "initialize_from": args.initialize_from, "inference": args.inference,
         "width": args.width, "height": args.height, "quality_level": args.quality_level,
         "target_frame_rate": args.target_frame_rate,
@@ -333,7 +345,7 @@ def write_run_config(cfg, run_dir: Path) -> Path:
 def _check_layout(cfg) -> None:
     """The trainer's own checks of the config (behaviors, builds per actor), up front, so
     that they read as one-line errors before anything starts."""
-    from unity_rl.runtime.trainer import split_builds, training_sections
+    from unity_rl.runtime.wiring import split_builds, training_sections
 
     try:
         training_sections(cfg)
@@ -373,7 +385,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             config_path.unlink(missing_ok=True)  # nothing trained: a retry needs no --force
         raise
     _print_train_result(result, run_dir)
-    return 130 if result.interrupted else 0
+    return exit_status(result.interrupted) if result.interrupted else 0
 
 
 def _print_train_result(result: Any, run_dir: Path) -> None:
@@ -421,9 +433,8 @@ def _checkpoint_source(args: argparse.Namespace) -> tuple[Path, Path | None]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from unity_rl.export import export_checkpoint
-
-    from unity_rl.export import checkpoint_behaviors
+    from unity_rl.export import checkpoint_behaviors, export_checkpoint
+    from unity_rl.runtime.behavior_run import output_names
 
     checkpoint, run_dir = _checkpoint_source(args)
     output = Path(args.output) if args.output else None
@@ -431,8 +442,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     if output is not None and len(behaviors) > 1:
         raise CliError(f"'{checkpoint}' holds several behaviors {behaviors}: pick one with "
                        f"--behavior to write --output")
+    names = output_names(behaviors)
+    folder = run_dir if run_dir is not None else checkpoint.parent
     for behavior in behaviors:
-        path = export_checkpoint(checkpoint, output, run_dir=run_dir, behavior=behavior)
+        target = output if output is not None else folder / f"{names[behavior]}.onnx"
+        path = export_checkpoint(checkpoint, target, run_dir=run_dir, behavior=behavior)
         print(f"[INFO] Exported {_short(behavior)} from {checkpoint} to {path}", flush=True)
     return 0
 
@@ -451,12 +465,19 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     env_path = resolve_env_path(env_path)
     env = open_vec_env(args, env_path, run_cfg, behavior=args.behavior or policy.behavior_name)
     try:
-        returns = evaluate_policy(env, policy.module, args.episodes)
+        played = evaluate_policy(env, policy.module, args.episodes)
     finally:
         env.close()
+    name = _short(env.behavior_name)
+    for i, (ret, length) in enumerate(played, 1):
+        print(f"[INFO] {name} episode {i}: return {ret:.3f}, length {length} decisions",
+              flush=True)
+    returns = [ret for ret, _ in played]
     mean, std = float(sum(returns) / len(returns)), _std(returns)
-    print(f"[INFO] {_short(env.behavior_name)}: mean return {mean:.3f} (std {std:.3f}) over "
-          f"{len(returns)} episodes, deterministic policy from {checkpoint}.", flush=True)
+    mean_length = sum(length for _, length in played) / len(played)
+    print(f"[INFO] {name}: mean return {mean:.3f} (std {std:.3f}), mean length "
+          f"{mean_length:.1f} decisions over {len(returns)} episodes, deterministic policy "
+          f"from {checkpoint}.", flush=True)
     return 0
 
 
@@ -530,12 +551,13 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     """Exception types whose message is the whole story (no traceback)."""
     from unity_rl.checkpoint import CheckpointError
     from unity_rl.config import ConfigError
-    from unity_rl.envs.behavior import BehaviorNotFoundError
+    from unity_rl.envs.behavior import BehaviorNotFoundError, UnselectedBehaviorError
     from unity_rl.envs.launcher import BuildFailedError, BuildLaunchError
     from unity_rl.envs.ports import PortInUseError
 
     errors: list[type[BaseException]] = [CliError, ConfigError, BuildLaunchError, BuildFailedError,
-                                         PortInUseError, CheckpointError, BehaviorNotFoundError]
+                                         PortInUseError, CheckpointError, BehaviorNotFoundError,
+                                         UnselectedBehaviorError]
     try:
         from unity_rl.runtime.messages import ActorFailedError
         errors.append(ActorFailedError)
@@ -544,34 +566,16 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
-@contextlib.contextmanager
-def sigterm_as_keyboard_interrupt():
-    """Inside, SIGTERM raises KeyboardInterrupt in the main thread, as Ctrl-C does, so both take
-    the same clean stop (the trainer installs the same conversion while it trains)."""
-    def handler(signum, frame):
-        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with sigterm_as_keyboard_interrupt():
+        with sigterm_raises():
             return int(args.handler(args) or 0)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         print("unity-rl: interrupted.", file=sys.stderr, flush=True)
-        return 130
+        return exit_status(stop)
     except _user_errors() as err:
         print(f"unity-rl: error: {err}", file=sys.stderr, flush=True)
         return 1

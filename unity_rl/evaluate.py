@@ -10,6 +10,7 @@ the run's configuration, else mlagents-learn's defaults.
 from __future__ import annotations
 
 import argparse
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -26,30 +27,30 @@ def run_config(run_dir: Path | None):
 
 
 def open_vec_env(args: argparse.Namespace, env_path: str, run_cfg, behavior: str | None):
-    """UnityVecEnv with the flags given, else the run's settings, else mlagents-learn's defaults."""
+    """UnityVecEnv over builds started with the run's ``LaunchSettings`` (engine settings,
+    ``num_areas``, environment parameters: as it trained), the flags given winning, else
+    mlagents-learn's defaults. With ``behavior`` named, the agents of the build's other behaviors
+    receive zero actions (said in the log)."""
+    from unity_rl.config import RunConfig, apply_overrides
+    from unity_rl.envs.build_set import BuildSet
     from unity_rl.envs.vec_env import UnityVecEnv
 
-    env_cfg = run_cfg.env_settings if run_cfg else None
-    engine = run_cfg.engine_settings if run_cfg else None
-
-    def pick(flag, from_cfg, default):
-        if flag is not None:
-            return flag
-        return from_cfg if from_cfg is not None else default
-
-    seed = pick(args.seed, env_cfg.seed if env_cfg else None, 0)
+    cfg = run_cfg if run_cfg is not None else RunConfig()
     no_graphics = None if args.graphics is None else not args.graphics
-    return UnityVecEnv(
-        env_path,
-        num_builds=pick(args.num_envs, None, 1),
-        base_port=pick(args.base_port, env_cfg.base_port if env_cfg else None, 5005),
-        no_graphics=pick(no_graphics, engine.no_graphics if engine else None, True),
-        time_scale=pick(args.time_scale, engine.time_scale if engine else None, 20.0),
-        env_args=tuple((env_cfg.env_args or ()) if env_cfg else ()),
-        seed=max(0, int(seed)),
-        timeout_wait=float(pick(args.timeout_wait, env_cfg.timeout_wait if env_cfg else None, 60)),
-        behavior_name=behavior,
-    )
+    cfg = apply_overrides(cfg, env=env_path, base_port=args.base_port, no_graphics=no_graphics,
+                          time_scale=args.time_scale, timeout_wait=args.timeout_wait)
+    if run_cfg is None and no_graphics is None:  # no run: mlagents-learn's headless default
+        cfg = apply_overrides(cfg, no_graphics=True)
+    seed = args.seed if args.seed is not None else cfg.env_settings.seed
+    log_dir = tempfile.mkdtemp(prefix="unity_rl_play_")
+    builds = BuildSet(cfg.launch_settings(log_dir), args.num_envs or 1, max(0, int(seed)))
+    try:
+        return UnityVecEnv.from_build_set(
+            builds, behavior_name=behavior,
+            other_behaviors="zeros" if behavior is not None else "error")
+    except BaseException:
+        builds.close()
+        raise
 
 
 def _flat(obs) -> np.ndarray:
@@ -69,22 +70,30 @@ def _env_actions(out) -> np.ndarray:
 
 def finished_episodes(infos: dict) -> list[tuple[int, float]]:
     """(slot, return) of the episodes a UnityVecEnv step ended (SAME_STEP autoreset infos)."""
+    return [(slot, ret) for slot, ret, _ in finished_episode_stats(infos)]
+
+
+def finished_episode_stats(infos: dict) -> list[tuple[int, float, int]]:
+    """(slot, return, length in decisions) of the episodes a UnityVecEnv step ended."""
     mask = infos.get("_final_info")
     if mask is None or not np.any(mask):
         return []
-    returns = np.asarray(infos["final_info"]["episode"]["r"])
-    return [(int(slot), float(returns[slot])) for slot in np.flatnonzero(mask)]
+    episode = infos["final_info"]["episode"]
+    returns, lengths = np.asarray(episode["r"]), np.asarray(episode["l"])
+    return [(int(slot), float(returns[slot]), int(lengths[slot]))
+            for slot in np.flatnonzero(mask)]
 
 
-def evaluate_policy(env, module, episodes: int) -> list[float]:
-    """Runs ``module`` (obs[, masks] -> action) on ``env``; returns ``episodes`` returns.
+def evaluate_policy(env, module, episodes: int) -> list[tuple[float, int]]:
+    """Runs ``module`` (obs[, masks] -> action) on ``env``; returns ``episodes`` (return,
+    length in decisions) pairs.
 
     Taking the first N episodes to end would favour short (often failed) episodes when many
     agents play at once; instead every slot plays ceil(N / slots) episodes and the first ones of
     each slot are kept.
     """
     per_slot = -(-episodes // env.num_envs)
-    done: list[list[float]] = [[] for _ in range(env.num_envs)]
+    done: list[list[tuple[float, int]]] = [[] for _ in range(env.num_envs)]
     obs, infos = env.reset()
     with torch.no_grad():
         while min(len(d) for d in done) < per_slot:
@@ -95,7 +104,7 @@ def evaluate_policy(env, module, episodes: int) -> list[float]:
             else:
                 actions = module(x)
             obs, _, _, _, infos = env.step(_env_actions(actions))
-            for slot, ret in finished_episodes(infos):
-                done[slot].append(ret)
+            for slot, ret, length in finished_episode_stats(infos):
+                done[slot].append((ret, length))
     rounds = [[d[i] for d in done] for i in range(per_slot)]
     return [r for round_ in rounds for r in round_][:episodes]

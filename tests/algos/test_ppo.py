@@ -55,10 +55,11 @@ def test_linear_schedules_follow_ml_agents():
 
 
 def _bandit_trajectories(policy: PPOPolicy, rng: np.random.Generator, n: int) -> list[Trajectory]:
-    """One-step episodes: reward −|clip(a) − 0.5|, then the episode terminates."""
+    """One-step episodes: reward −|env_a − 0.5| for the action the environment gets
+    (clamp(a, −3, 3) / 3), then the episode terminates."""
     obs = rng.normal(size=(n, 2)).astype(np.float32)
     actions, logprobs, values = policy.act(obs)
-    rewards = -np.abs(np.clip(actions[:, 0], -1, 1) - 0.5).astype(np.float32)
+    rewards = -np.abs(policy.env_actions(actions)[:, 0] - 0.5).astype(np.float32)
     return [Trajectory(obs[i:i + 1], actions[i:i + 1], logprobs[i:i + 1], values[i:i + 1],
                        rewards[i:i + 1], obs[i], True) for i in range(n)]
 
@@ -72,16 +73,16 @@ def test_ppo_learns_a_continuous_bandit():
     rng = np.random.default_rng(2)
     probe = rng.normal(size=(64, 2)).astype(np.float32)
     policy.load_weights(learner.weights())
-    start = float(policy.act(probe, deterministic=True)[0].mean())
+    start = float(policy.env_actions(policy.act(probe, deterministic=True)[0]).mean())
     for i in range(12):
         metrics = learner.update(_bandit_trajectories(policy, rng, 256))
         policy.load_weights(learner.weights())
         assert policy.version == learner.version == i + 1
     assert set(metrics) >= METRICS and all(np.isfinite(v) for v in metrics.values())
-    end = float(policy.act(probe, deterministic=True)[0].mean())
+    end = float(policy.env_actions(policy.act(probe, deterministic=True)[0]).mean())
     assert abs(start) < 0.1
     assert abs(end - 0.5) < 0.15, (start, end)
-    assert learner.agent_steps_trained == 12 * 256
+    assert learner.agent_steps_trained == learner.agent_steps_collected == 12 * 256
 
 
 def test_discrete_masking_never_samples_a_masked_action():
@@ -158,7 +159,7 @@ def test_normaliser_state_travels_with_weights_and_state_dict():
     det, _, _ = policy.act(obs, deterministic=True)
     with torch.no_grad():
         exported = learner.export_module()(torch.from_numpy(obs)).numpy()
-    np.testing.assert_allclose(exported, np.clip(det, -1, 1), atol=1e-5)
+    np.testing.assert_allclose(exported, np.clip(det, -3, 3) / 3, atol=1e-5)
 
     # checkpoint round trip, through torch.save / torch.load(weights_only=True)
     buf = io.BytesIO()

@@ -34,7 +34,8 @@ def test_hybrid_act_shapes_masks_and_log_probs():
     masks[:200, 4] = False        # branch 1: only action 0 for the first half
     actions, logprobs, values = policy.act(obs, masks)
     assert actions.dtype == np.float32 and actions.shape == (400, 4)
-    assert logprobs.shape == values.shape == (400,)
+    # one log-prob column per continuous dimension, then per branch (ML-Agents' ActionLogProbs)
+    assert logprobs.shape == (400, 4) and values.shape == (400,)
     continuous, discrete = split_hybrid(actions, 2)
     np.testing.assert_array_equal(discrete, actions[:, 2:])  # indices stored exactly as floats
     assert set(discrete[:, 0]) == {1, 2} and (discrete[:200, 1] == 0).all()
@@ -44,11 +45,11 @@ def test_hybrid_act_shapes_masks_and_log_probs():
     with torch.no_grad():
         x = torch.from_numpy(obs)
         out = policy.model.actor_head(policy.model.actor_encoder(x))
-        gauss = torch.distributions.Normal(out[:, :2], 1.0).log_prob(torch.from_numpy(continuous)).sum(1)
+        gauss = torch.distributions.Normal(out[:, :2], 1.0).log_prob(torch.from_numpy(continuous))
         logits = out[:, 2:].masked_fill(~torch.from_numpy(masks), -1e8)
-        cat = sum(torch.log_softmax(b, -1).gather(1, torch.from_numpy(discrete[:, i:i + 1])).squeeze(1)
-                  for i, b in enumerate(logits.split([3, 2], 1)))
-    np.testing.assert_allclose(logprobs, (gauss + cat).numpy(), rtol=1e-4, atol=1e-4)
+        cat = torch.cat([torch.log_softmax(b, -1).gather(1, torch.from_numpy(discrete[:, i:i + 1]))
+                         for i, b in enumerate(logits.split([3, 2], 1))], 1)
+    np.testing.assert_allclose(logprobs, torch.cat([gauss, cat], 1).numpy(), rtol=1e-4, atol=1e-4)
     # deterministic: the mode (means, most likely allowed index)
     det, _, _ = policy.act(obs, masks, deterministic=True)
     np.testing.assert_allclose(det[:, :2], out[:, :2].numpy(), atol=1e-6)
@@ -68,7 +69,8 @@ def test_hybrid_entropy_follows_ml_agents():
 
 
 def test_hybrid_ppo_learns_a_bandit_with_a_continuous_target_and_a_discrete_choice():
-    """Reward −|clip(a₀) − 0.5| − |clip(a₁) + 0.3| + [branch 0 picks 2] + [branch 1 picks 0]."""
+    """Reward −|e₀ − 0.5| − |e₁ + 0.3| + [branch 0 picks 2] + [branch 1 picks 0], e = what the
+    environment gets of the continuous sample (clamp(a, −3, 3) / 3)."""
     net = NetworkConfig(hidden_units=32, num_layers=1)
     # σ starts at e^-1: less of the clipping bias that a wide Gaussian has around 0.5
     learner = PPOLearner(3, HYBRID, PPOConfig(**FAST, log_std_init=-1.0), net, seed=0)
@@ -79,8 +81,7 @@ def test_hybrid_ppo_learns_a_bandit_with_a_continuous_target_and_a_discrete_choi
         policy.load_weights(learner.weights())
         obs = rng.normal(size=(256, 3)).astype(np.float32)
         actions, logprobs, values = policy.act(obs)
-        c, d = split_hybrid(actions, 2)
-        c = np.clip(c, -1, 1)
+        c, d = split_hybrid(policy.env_actions(actions), 2)
         rewards = (-np.abs(c[:, 0] - 0.5) - np.abs(c[:, 1] + 0.3)
                    + (d[:, 0] == 2) + (d[:, 1] == 0)).astype(np.float32)
         first = rewards.mean() if first is None else first
@@ -88,6 +89,7 @@ def test_hybrid_ppo_learns_a_bandit_with_a_continuous_target_and_a_discrete_choi
         assert all(np.isfinite(v) for v in metrics.values())
     policy.load_weights(learner.weights())
     det, _, _ = policy.act(rng.normal(size=(64, 3)).astype(np.float32), deterministic=True)
+    det = policy.env_actions(det)
     assert (det[:, 2] == 2).all() and (det[:, 3] == 0).all()
     np.testing.assert_allclose(det[:, 0].mean(), 0.5, atol=0.15)
     np.testing.assert_allclose(det[:, 1].mean(), -0.3, atol=0.15)

@@ -40,8 +40,8 @@ def test_float_grid_through_agent_stream(free_base_port):
 def test_png_camera_is_uint8(free_base_port):
     with UnityVecEnv(str(BUILDS_DIR / "GridWorld"), base_port=free_base_port(1),
                      timeout_wait=30) as env:
-        assert env.single_observation_space == spaces.Box(0, 255, (3, 36, 36), np.uint8)
+        assert env.single_observation_space == spaces.Box(0, 255, (3, 40, 40), np.uint8)
         obs, info = env.reset()
-        assert obs.dtype == np.uint8 and obs.shape == (9, 3, 36, 36) and obs.max() > 150
+        assert obs.dtype == np.uint8 and obs.shape == (9, 3, 40, 40) and obs.max() > 150
         assert info["action_mask"].shape == (9, 5)
         assert env.builds.png_observations == {"GridWorld?team=0": (True,)}

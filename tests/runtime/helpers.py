@@ -55,3 +55,15 @@ def checkpoint_entry(run_dir: Path, behavior: str = "3DBall") -> dict:
     state = CheckpointManager(run_dir).load()
     [entry] = [e for name, e in state["behaviors"].items() if name.split("?", 1)[0] == behavior]
     return entry
+
+
+def assert_gone(pids, timeout: float = 15.0) -> None:
+    """The processes ``pids`` exit within ``timeout`` seconds (zombies count as gone)."""
+    procs = []
+    for pid in pids:
+        try:
+            procs.append(psutil.Process(pid))
+        except psutil.NoSuchProcess:
+            continue
+    _, alive = psutil.wait_procs(procs, timeout=timeout)
+    assert [p for p in alive if p.status() != psutil.STATUS_ZOMBIE] == []

@@ -20,8 +20,10 @@ def main() -> None:
     run_dir, port, mode, max_steps = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
     cfg = tiny_config(port, mode=mode, max_steps=max_steps, checkpoint_interval=2000)
     result = train(cfg, Path(run_dir), resume="--resume" in sys.argv, console=False)
-    print(json.dumps({k: (str(v) if isinstance(v, Path) else v)
-                      for k, v in result._asdict().items() if k != "behaviors"}), flush=True)
+    fields = {k: (str(v) if isinstance(v, Path) else v)
+              for k, v in result._asdict().items() if k != "behaviors"}
+    fields["interrupted"] = bool(result.interrupted)
+    print(json.dumps(fields), flush=True)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from tests.runtime.helpers import REPO_ROOT, checkpoint_entry, live_descendants
 from tests.runtime.test_collector import act, result
 from unity_rl.algos.ddpg import DDPGConfig, DDPGLearner
 from unity_rl.algos.nets import NetworkConfig
-from unity_rl.algos.replay import ReplayBuffer
+from unity_rl.algos.replay import ReplayBuffer, SharedReplayBuffer
 from unity_rl.algos.types import Trajectory, TransitionBatch
 from unity_rl.config import ConfigError, FrozenMap, apply_overrides, load_config
 from unity_rl.metrics import read_progress
@@ -29,7 +29,6 @@ from unity_rl.runtime.runners import AsyncRunner, SyncRunner
 from unity_rl.runtime.offpolicy import DDPGHost, restore_replay
 from unity_rl.runtime.offpolicy_actor import (
     DDPGActorPolicy,
-    ReplayLink,
     carried_priorities,
     trajectories_to_transitions,
 )
@@ -118,9 +117,8 @@ def host_for(cfg: DDPGConfig, replay=None, handle=None, obs_dim: int = 3) -> DDP
     return DDPGHost(learner, replay, num_actors=1, replay_handle=handle)
 
 
-def fake_actor(cfg: DDPGConfig, link: ReplayLink | None = None) -> Actor:
-    plan = BehaviorPlan(functools.partial(ddpg_policy, network_cfg=NET, ddpg_cfg=cfg,
-                                          replay_link=link), 64, 16)
+def fake_actor(cfg: DDPGConfig) -> Actor:
+    plan = BehaviorPlan(functools.partial(ddpg_policy, network_cfg=NET, ddpg_cfg=cfg), 64, 16)
     spec = ActorSpec(actor_id=0, stream=StreamSettings("fake"), plans=(("Fake", plan),),
                      wait_for_new_weights=True, seed=0,
                      stream_factory=functools.partial(FakeStream, max_step=10))
@@ -181,10 +179,9 @@ def test_prioritized_actor_computes_initial_priorities():
 
 def test_shared_replay_actor_writes_transitions_and_sends_a_receipt():
     cfg = DDPGConfig(warmup_steps=0, buffer_size=500, batch_size=8)
-    link = ReplayLink()
-    replay = link.create(500, 3, 2, 0, prioritized=False, alpha=0.6, eps=1e-6)
-    host = host_for(cfg, replay=replay, handle=ReplayLink.handle(replay))
-    actor = fake_actor(cfg, link)
+    replay = SharedReplayBuffer(500, 3, 2, 0)
+    host = host_for(cfg, replay=replay, handle=replay.handle())
+    actor = fake_actor(cfg)
     try:
         actor.start()
         publish(actor, host)
@@ -231,6 +228,7 @@ def tiny_ddpg(base_port: int, *, mode: str = "sync", num_envs: int = 1, num_acto
                           timeout_wait=30)
     [(name, b)] = list(cfg.behaviors.items())
     hp = dataclasses.replace(b.hyperparameters, warmup_steps=500, batch_size=32,
+                             save_replay_buffer=True,
                              buffer_size=20_000, replay_ratio=0.25, prioritized=prioritized)
     b = dataclasses.replace(b, hyperparameters=hp, max_steps=max_steps, summary_freq=500,
                             network_settings=NET, checkpoint_interval=100_000)
@@ -314,7 +312,7 @@ def test_discrete_behavior_is_a_one_line_error_suggesting_ppo(tmp_path, free_bas
 
 
 def test_host_state_round_trip_without_builds():
-    cfg = DDPGConfig(warmup_steps=0, buffer_size=100, batch_size=4)
+    cfg = DDPGConfig(warmup_steps=0, buffer_size=100, batch_size=4, save_replay_buffer=True)
     host = host_for(cfg)
     rng = np.random.default_rng(0)
     host.replay.add(TransitionBatch(rng.normal(size=(10, 3)).astype(np.float32),
@@ -404,26 +402,36 @@ def test_apex_wiring_never_trains_ahead_of_the_data_nor_waits_while_it_owes():
         runner.next_update()
 
 
-def test_checkpoint_skips_a_shared_buffer_whose_lock_is_stuck(monkeypatch):
-    import unity_rl.runtime.offpolicy as offpolicy
+def test_checkpoint_skips_a_shared_buffer_a_live_process_keeps_locked():
+    import multiprocessing as mp
 
-    monkeypatch.setattr(offpolicy, "REPLAY_LOCK_TIMEOUT_S", 0.1)
-    cfg = DDPGConfig(warmup_steps=0, buffer_size=50, batch_size=4)
-    link = ReplayLink()
-    replay = link.create(50, 3, 2, 0, prioritized=False, alpha=0.6, eps=1e-6)
-    host = DDPGHost(host_for(cfg).learner, replay, num_actors=1,
-                    replay_handle=ReplayLink.handle(replay), replay_lock=link.lock)
+    from tests.algos.test_replay import _hold_lock_forever
+
+    cfg = DDPGConfig(warmup_steps=0, buffer_size=50, batch_size=4, save_replay_buffer=True)
+    replay = SharedReplayBuffer(50, 3, 2, 0, lock_timeout=1.0)
+    host = DDPGHost(host_for(cfg).learner, replay, num_actors=1, replay_handle=replay.handle())
+    ctx = mp.get_context("spawn")
+    ready = ctx.Event()
+    child = ctx.Process(target=_hold_lock_forever, args=(replay, ready, 0))
     try:
         assert host.state_dict()["replay"]["size"] == 0
-        link.lock.acquire()               # an actor killed in the middle of a write
+        child.start()
+        assert ready.wait(60)             # a live actor stuck while holding the lock
         state = host.state_dict()
-        link.lock.release()
-        assert state["replay"] is None
+        assert state["replay"] is None    # saved without the buffer, never a hang
         other = host_for(cfg)
         other.load_state_dict(state)      # resumes with an empty buffer
         assert len(other.replay) == 0
     finally:
+        child.kill()
+        child.join(10)
         host.close()
+
+
+def test_replay_buffer_is_saved_only_when_asked():
+    assert host_for(DDPGConfig(buffer_size=50, batch_size=4)).state_dict()["replay"] is None
+    saved = host_for(DDPGConfig(buffer_size=50, batch_size=4, save_replay_buffer=True))
+    assert saved.state_dict()["replay"]["size"] == 0
 
 
 def test_replay_footprint_matches_the_documented_cost():

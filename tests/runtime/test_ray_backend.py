@@ -22,13 +22,13 @@ import psutil
 import pytest
 
 from tests.runtime.fakes import BEHAVIOR, FakeStream
-from tests.runtime.helpers import REPO_ROOT, live_descendants, tiny_config
+from tests.runtime.helpers import assert_gone, REPO_ROOT, live_descendants, tiny_config
 from unity_rl.algos.nets import NetworkConfig
 from unity_rl.algos.ppo import PPOConfig, PPOLearner
 from unity_rl.checkpoint import CheckpointManager
 from unity_rl.config import FrozenMap, apply_overrides, load_config
 from unity_rl.metrics import read_progress
-from unity_rl.runtime import trainer
+from unity_rl.runtime import trainer, wiring
 from unity_rl.runtime.actor import ActorSpec, StreamSettings
 from unity_rl.runtime.backend import make_backend
 from unity_rl.runtime.algorithm import BehaviorPlan
@@ -61,7 +61,7 @@ def backends(monkeypatch):
         made.append(backend)
         return backend
 
-    monkeypatch.setattr(trainer, "make_backend", recording)
+    monkeypatch.setattr(wiring, "make_backend", recording)
     return made
 
 
@@ -87,16 +87,6 @@ def assert_no_builds_left(ports) -> None:
     assert builds_on_ports(ports) == []
 
 
-def assert_gone(pids) -> None:
-    """The processes ``pids`` exit within seconds (ray.kill returns before the process is gone)."""
-    procs = []
-    for pid in pids:
-        try:
-            procs.append(psutil.Process(pid))
-        except psutil.NoSuchProcess:
-            continue
-    _, alive = psutil.wait_procs(procs, timeout=15)
-    assert [p for p in alive if p.status() != psutil.STATUS_ZOMBIE] == []
 
 
 def kill_when_training(backends, run_dir, actor_id: int, how: str, rows: int = 2):

@@ -189,15 +189,16 @@ def test_actor_exception_is_raised_in_learner_with_its_traceback():
 
 
 @pytest.mark.timeout(120)
-def test_killed_actor_is_reported_by_name():
+def test_killed_actor_without_restarts_is_reported_by_name():
     specs = [spec(0, sync=True), spec(1, sync=True)]
-    with LocalProcessBackend(specs) as backend:
+    with LocalProcessBackend(specs, max_restarts=0) as backend:
         host = host_for(backend.start()[0].behaviors[BEHAVIOR])
         runner = SyncRunner(backend, {BEHAVIOR: host})
         runner.start()
         runner.next_update()
         psutil.Process(backend.pids()[1]).kill()
-        with pytest.raises(ActorFailedError, match=r"actor 1 failed: its process .* exited"):
+        with pytest.raises(ActorFailedError, match=r"actor 1 failed: its process .* exited .*"
+                                                   r"not restarted: all 0 lifetime restarts"):
             for _ in range(10):
                 runner.next_update()
     assert live_descendants() == []
@@ -241,12 +242,15 @@ class CountingLearner:
     def __init__(self, version=0):
         self.version = version
         self.trained = []
+        self.collected = []
+        self.agent_steps_collected = 0
 
     def weights(self):
         return {"version": self.version}
 
-    def update(self, trajectories):
+    def update(self, trajectories, collected_steps=None):
         self.trained.append(sum(len(t.rewards) for t in trajectories))
+        self.collected.append(collected_steps)
         self.version += 1
         return {"Losses/Policy Loss": 0.0}
 
@@ -274,6 +278,7 @@ def test_async_runner_drops_segments_beyond_the_lag_bound():
     runner.start()
     done = runner.next_update().behaviors[BEHAVIOR]
     assert host.learner.trained == [120]         # the lag-3 segment was not trained on
+    assert host.learner.collected == [160]       # but its steps drive the schedules
     assert done.collected_steps == 160
     assert done.episode_returns == [1.0]        # its episodes still count
     assert done.metrics["Policy/Dropped Segments"] == 1

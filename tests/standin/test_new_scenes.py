@@ -7,7 +7,15 @@ from mlagents_envs.base_env import ActionTuple
 from tests.standin.test_builds import random_step
 from unity_rl.standin.scenes.float_grid import GOAL, float_grid
 from unity_rl.standin.scenes.food_collector import FoodCollectorModel
-from unity_rl.standin.scenes.gridworld import DOWN, LEFT, RIGHT, UP, GridWorldModel
+from unity_rl.standin.scenes.gridworld import (
+    _AGENT,
+    _COLOURS,
+    DOWN,
+    LEFT,
+    RIGHT,
+    UP,
+    GridWorldModel,
+)
 from unity_rl.standin.side_channels import EnvironmentParameters
 
 GW, FC, FG = "GridWorld?team=0", "FoodCollector?team=0", "FloatGrid?team=0"
@@ -17,7 +25,7 @@ def test_gridworld_build_spec_png_masks_and_decision_period(open_env):
     env = open_env("GridWorld")
     env.reset()
     spec = env.behavior_specs[GW]
-    assert [o.shape for o in spec.observation_specs] == [(3, 36, 36)]
+    assert [o.shape for o in spec.observation_specs] == [(3, 40, 40)]
     assert spec.action_spec.discrete_branches == (5,) and spec.action_spec.continuous_size == 0
     decision, _ = env.get_steps(GW)
     assert len(decision) == 9
@@ -62,12 +70,44 @@ def test_gridworld_rewards_target_and_walls():
     assert model.act(idx, None, np.array([[LEFT]]))[0].tolist() == [-0.01]
 
 
-def test_gridworld_target_is_shown_only_by_the_frame_colour():
+def test_gridworld_target_is_shown_only_by_the_floor_colour():
     green = _world(0, (0, 0), (4, 4), (3, 3)).render(np.array([0]))[0]
     red = _world(1, (0, 0), (4, 4), (3, 3)).render(np.array([0]))[0]
     differs = (green != red).any(axis=2)
-    assert differs[0].all() and not differs[3:-3, 3:-3].any()
-    assert green[0, 0, 1] > 150 and red[0, 0, 0] > 150
+    assert differs[0].all() and differs[20, 20], "the whole floor takes the target's tint"
+    for image in (green, red):  # goals and agent are drawn the same whatever the target
+        for row, col, colour in ((4, 4, _COLOURS[0]), (3, 3, _COLOURS[1]), (0, 0, _AGENT)):
+            centre = image[8 * row + 4, 8 * col + 4]
+            assert centre.tolist() == colour.tolist()
+    assert green[0, 0, 1] > green[0, 0, 0] and red[0, 0, 0] > red[0, 0, 1]
+
+
+def test_gridworld_oracle_and_random_returns():
+    """The scene's true state solves it (about +0.9); a random masked policy gets about -0.25."""
+    from unity_rl.standin.scenes.gridworld import oracle_action
+
+    def run(policy, episodes=300):
+        model = GridWorldModel(9, np.random.default_rng(1), EnvironmentParameters(), None)
+        idx = np.arange(9)
+        model.reset(idx)
+        ret, steps, returns = np.zeros(9), np.zeros(9, int), []
+        rng = np.random.default_rng(2)
+        while len(returns) < episodes:
+            actions = np.array([[policy(model, i, rng)] for i in idx])
+            reward, ended = model.act(idx, None, actions)
+            ret += reward
+            steps += 1
+            done = ended | (steps == 100)
+            returns += ret[done].tolist()
+            ret[done], steps[done] = 0.0, 0
+            model.reset(idx[done])
+        return float(np.mean(returns))
+
+    def random_masked(model, i, rng):
+        return rng.choice(np.flatnonzero(~model.action_mask(np.array([i]))[0]))
+
+    assert run(lambda m, i, rng: oracle_action(m, i)) > 0.85
+    assert -0.35 < run(random_masked) < -0.15
 
 
 def test_food_collector_hybrid_spec_and_rewards(open_env):

@@ -16,6 +16,9 @@ normalised.  No process-wide torch state is set (no global seed, no thread count
 Actions: continuous only, in Unity's bounds [-1, 1]: the actor ends in tanh.  Exploration adds
 Gaussian or per-agent Ornstein–Uhlenbeck noise and clips to the bounds; during warm-up the actor
 side plays uniform random actions (``DDPGPolicy.explore``).
+
+Size: the DDPG config, learner and policy (about 400 lines; the networks are in
+ddpg_nets.py).
 """
 from __future__ import annotations
 
@@ -75,11 +78,15 @@ class DDPGConfig:
     per_alpha: float = 0.6
     """Priority exponent α: P(i) ∝ p_i^α (0 is uniform)."""
     per_beta: float = 0.4
-    """Importance-sampling exponent β of the weights (N·P(i))^−β (1 fully corrects the bias)."""
+    """Initial importance-sampling exponent β of the weights (N·P(i))^−β, annealed linearly to
+    1 (full correction) at the behavior's max_steps (Schaul et al. 2016)."""
     per_eps: float = 1e-6
     """Added to |TD error| so that every stored transition keeps a non-zero priority."""
     max_grad_norm: float = 0.0
     """Clips each network's gradient norm to this value; 0 disables clipping."""
+    save_replay_buffer: bool = False
+    """Keep the replay buffer in checkpoints, so --resume continues with it (ML-Agents' key;
+    off by default as there: a resumed run refills an empty buffer)."""
 
     def __post_init__(self) -> None:
         def check(ok: bool, name: str, what: str) -> None:
@@ -108,6 +115,7 @@ class DDPGConfig:
         check(0.0 <= self.per_beta <= 1.0, "per_beta", "in [0, 1]")
         check(self.per_eps > 0, "per_eps", "> 0")
         check(self.max_grad_norm >= 0, "max_grad_norm", ">= 0")
+        check(isinstance(self.save_replay_buffer, bool), "save_replay_buffer", "a bool")
 
 
 def updates_owed(agent_steps: int, updates_done: int, cfg: DDPGConfig) -> int:

@@ -20,11 +20,13 @@ MASKED_LOGIT = -1e8
 
 
 class DiagGaussian:
-    """Independent Gaussians N(μ, σ²) per action dimension; log-prob and entropy summed."""
+    """Independent Gaussians N(μ, σ²) per action dimension: log-prob per dimension [n, C];
+    entropy the mean over dimensions [n] (``entropy_reduction="sum"``: the sum, the joint entropy)."""
 
-    def __init__(self, mean: torch.Tensor, log_std: torch.Tensor):
+    def __init__(self, mean: torch.Tensor, log_std: torch.Tensor, entropy_reduction: str = "mean"):
         self.mean = mean
         self.log_std = log_std.expand_as(mean)
+        self.entropy_reduction = entropy_reduction
 
     def sample(self, generator: torch.Generator | None = None) -> torch.Tensor:
         noise = torch.randn(self.mean.shape, generator=generator, dtype=self.mean.dtype,
@@ -36,14 +38,16 @@ class DiagGaussian:
 
     def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
         z = (actions - self.mean) * torch.exp(-self.log_std)
-        return (-0.5 * z**2 - self.log_std - 0.5 * _LOG_2PI).sum(-1)
+        return -0.5 * z**2 - self.log_std - 0.5 * _LOG_2PI
 
     def entropy(self) -> torch.Tensor:
-        return (0.5 + 0.5 * _LOG_2PI + self.log_std).sum(-1)
+        per_dim = 0.5 + 0.5 * _LOG_2PI + self.log_std
+        return per_dim.sum(-1) if self.entropy_reduction == "sum" else per_dim.mean(-1)
 
 
 class MaskedMultiCategorical:
-    """One categorical per discrete branch; disallowed actions get probability 0."""
+    """One categorical per discrete branch; disallowed actions get probability 0.  Log-prob per
+    branch [n, B]; entropy summed over branches [n] (ML-Agents: one entropy column per branch)."""
 
     def __init__(self, logits: torch.Tensor, branches: Sequence[int], masks: torch.Tensor | None):
         if masks is not None:
@@ -60,8 +64,8 @@ class MaskedMultiCategorical:
 
     def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
         actions = actions.long()
-        return sum(lp.gather(-1, actions[:, b:b + 1]).squeeze(-1)
-                   for b, lp in enumerate(self.log_probs))
+        return torch.cat([lp.gather(-1, actions[:, b:b + 1]) for b, lp in enumerate(self.log_probs)],
+                         dim=-1)
 
     def entropy(self) -> torch.Tensor:
         return sum(-(lp.exp() * lp).sum(-1) for lp in self.log_probs)
@@ -70,8 +74,9 @@ class MaskedMultiCategorical:
 class HybridDistribution:
     """Continuous Gaussian part and masked categorical branches, sampled independently.
 
-    log π(a) = log N(a_c) + Σ_b log Cat_b(a_b).  Entropy as ML-Agents' ``ActionModel``: the mean
-    over continuous dimensions of the Gaussian entropy plus each branch's entropy.
+    Log-probs [n, C + B]: the Gaussian's per dimension, then each branch's.  Entropy as
+    ML-Agents' ``ActionModel``: the Gaussian's entropy (mean over its dimensions, see
+    ``DiagGaussian``) plus each branch's entropy.
     """
 
     def __init__(self, gaussian: DiagGaussian, categorical: MaskedMultiCategorical):
@@ -90,10 +95,11 @@ class HybridDistribution:
 
     def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
         c = self.continuous_size
-        return self.gaussian.log_prob(actions[:, :c]) + self.categorical.log_prob(actions[:, c:])
+        return torch.cat([self.gaussian.log_prob(actions[:, :c]),
+                          self.categorical.log_prob(actions[:, c:])], dim=-1)
 
     def entropy(self) -> torch.Tensor:
-        return self.gaussian.entropy() / self.continuous_size + self.categorical.entropy()
+        return self.gaussian.entropy() + self.categorical.entropy()
 
 
 def split_hybrid(actions, continuous_size: int):

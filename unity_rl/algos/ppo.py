@@ -12,25 +12,35 @@ Observations: flat float32 rows (every observation flattened, in BehaviorSpec or
 take the observation *shapes* and split rows inside the network (``encoders.py``: images through
 the ``vis_encode_type`` encoder, vectors as they are; only vector columns are normalised).
 
-Choices that differ between implementations, and the one made here:
-- separate actor and critic trunks (ML-Agents' default, ``shared_critic: false``);
-- Gaussian policy with a state-independent log-std; actions are sampled *unclipped* and the
-  environment receives ``clip(a, -1, 1)``, so log-probabilities stay those of the sampled action
-  (clipping before the log-prob biases the gradient, Fujita & Maeda 2018, arXiv:1802.07564);
+By default the algorithm is mlagents-learn 1.1.0's PPO (a user's ML-Agents YAML assumes it;
+DESIGN.md §7), each choice read in its source (``mlagents/trainers/...``):
+- separate actor and critic trunks (``shared_critic: false``), Swish activations, ML-Agents'
+  initialisation (``torch_entities/layers.py``, see ``ppo_model``), Adam with torch's default eps
+  and no gradient clipping (``ppo/optimizer_torch.py``);
+- Gaussian policy with a state-independent log-std starting at 0; actions are sampled
+  *unclipped*, stored with their log-probability, and the environment receives
+  clamp(a, −3, 3) / 3 (``agent_action.py`` ``to_action_tuple(clip=True)``;
+  ``PPOPolicy.env_actions``), which the exported model applies too;
 - categorical per discrete branch, with disallowed actions' logits masked out; hybrid behaviors
-  (continuous + discrete) get both heads on one actor trunk, log π = Gaussian + Σ branches,
-  and action rows [n, C + B] (``Trajectory.actions``);
-- values of ``obs`` and ``last_obs`` are recomputed with the current critic before GAE, which
-  also makes the value-clipping anchor the pre-update critic even for stale (async) data;
-- advantages are normalised per minibatch (Andrychowicz et al. 2021, arXiv:2006.05990);
-- learning rate, clip range ε and entropy coefficient β follow ML-Agents' schedules: linear decay
-  over ``max_steps`` agent-steps towards 1e-10, 0.1 and 1e-5 respectively, or constant.
+  (continuous + discrete) get both heads on one actor trunk and action rows [n, C + B];
+- log-probabilities per action dimension / branch and one ratio per column, advantages
+  broadcast (``ActionLogProbs.flatten``, ``ModelUtils.trust_region_policy_loss``); entropy the
+  mean over continuous dimensions plus each branch's (``ActionModel.evaluate``);
+- values of ``obs`` and ``last_obs`` computed with the current critic before GAE (ML-Agents'
+  ``_process_trajectory`` calls ``get_trajectory_value_estimates`` with the critic of the moment,
+  which is the pre-update critic of this buffer); they are also the value-clipping anchor;
+- advantages normalised once over the whole buffer (``on_policy_trainer._update_policy``), then
+  ``num_epoch`` passes of ``len // batch_size`` minibatches of exactly ``batch_size`` rows, the
+  remainder dropped (``buffer.make_mini_batch``);
+- learning rate, clip range ε and entropy coefficient β decay linearly over ``max_steps``
+  agent-steps *collected* (the trainer's step, this buffer included) towards 1e-10, 0.1 and 1e-5,
+  or stay constant; value loss clipped with the decayed ε, weight 0.5.
+Project-only keys (``PPOConfig``) bring back this project's earlier choices; none is on for a
+plain ML-Agents file.
 """
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
-from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -40,120 +50,17 @@ from unity_rl.algos.distributions import DiagGaussian, HybridDistribution, Maske
 from unity_rl.algos.encoders import ObservationLayout, ObsShapesLike
 from unity_rl.algos.gae import compute_gae
 from unity_rl.algos.nets import NetworkConfig, seeded_init, set_torch_threads
-from unity_rl.algos.ppo_model import (ActionSpecLike, ActorCritic, DeterministicActor,
-                                      check_obs_shapes, load_normalizer, normalizer_state)
+from unity_rl.algos.ppo_config import PPOConfig
+from unity_rl.algos.ppo_losses import (clipped_surrogate_loss, decayed, minibatch_indices,
+                                       value_loss)
+from unity_rl.algos.ppo_model import (DEFAULT_ARCH, LEGACY_ARCH, ActionSpecLike, ActorCritic,
+                                      DeterministicActor, check_obs_shapes, env_action_clamp,
+                                      load_normalizer, normalizer_state)
 from unity_rl.algos.types import Trajectory
 
 __all__ = ["PPOConfig", "PPOPolicy", "PPOLearner", "ActorCritic", "DeterministicActor",
            "ActionSpecLike", "DiagGaussian", "MaskedMultiCategorical", "HybridDistribution",
-           "decayed", "clipped_surrogate_loss", "value_loss"]
-
-Schedule = Literal["linear", "constant"]
-
-
-@dataclass(frozen=True)
-class PPOConfig:
-    """PPO hyperparameters, named as in the paper / CleanRL (YAML keys are ML-Agents', see config.py)."""
-
-    learning_rate: float = 3e-4
-    """Adam step size α at step 0 (YAML: learning_rate)."""
-    lr_schedule: Schedule = "linear"
-    """'linear': α decays to 1e-10 at max_steps; 'constant' (YAML: learning_rate_schedule)."""
-    buffer_size: int = 10240
-    """Agent-steps collected per update (YAML: buffer_size)."""
-    minibatch_size: int = 1024
-    """Agent-steps per gradient step (YAML: batch_size)."""
-    num_epochs: int = 3
-    """Passes over the buffer per update (YAML: num_epoch)."""
-    gamma: float = 0.99
-    """Discount factor γ (YAML: reward_signals.extrinsic.gamma)."""
-    gae_lambda: float = 0.95
-    """GAE λ (YAML: lambd)."""
-    clip_coef: float = 0.2
-    """Clip range ε of the probability ratio, and of the value change (YAML: epsilon)."""
-    clip_coef_schedule: Schedule = "linear"
-    """'linear': ε decays to 0.1 at max_steps; 'constant' (YAML: epsilon_schedule)."""
-    ent_coef: float = 5e-3
-    """Entropy bonus coefficient β (YAML: beta)."""
-    ent_coef_schedule: Schedule = "linear"
-    """'linear': β decays to 1e-5 at max_steps; 'constant' (YAML: beta_schedule)."""
-    vf_coef: float = 0.5
-    """Weight of the value loss (ML-Agents uses 0.5; YAML: vf_coef)."""
-    clip_vloss: bool = True
-    """Clip the value change to ±ε around the pre-update critic, as ML-Agents (YAML: clip_value_loss)."""
-    max_grad_norm: float = 0.5
-    """Global gradient-norm clip; 0 disables (YAML: max_grad_norm)."""
-    norm_adv: bool = True
-    """Normalise advantages within each minibatch (YAML: normalize_advantage)."""
-    target_kl: float | None = None
-    """Stop the update's epochs early once approx KL exceeds this; None never (YAML: target_kl)."""
-    log_std_init: float = 0.0
-    """Initial log standard deviation of the Gaussian policy (YAML: log_std_init)."""
-    reward_scale: float = 1.0
-    """Multiplier of the environment reward (YAML: reward_signals.extrinsic.strength)."""
-    max_steps: int = 500_000
-    """Agent-steps of the whole run; the linear schedules reach their floor here (YAML: max_steps)."""
-
-    def __post_init__(self) -> None:
-        def check(ok: bool, name: str, what: str) -> None:
-            if not ok:
-                raise ValueError(f"ppo.{name} must be {what}, got {getattr(self, name)!r}")
-
-        def is_int(v: Any) -> bool:
-            return isinstance(v, int) and not isinstance(v, bool)
-
-        check(self.learning_rate > 0, "learning_rate", "> 0")
-        for name in ("lr_schedule", "clip_coef_schedule", "ent_coef_schedule"):
-            check(getattr(self, name) in ("linear", "constant"), name, "'linear' or 'constant'")
-        check(is_int(self.minibatch_size) and self.minibatch_size >= 1, "minibatch_size", "an int >= 1")
-        check(is_int(self.buffer_size) and self.buffer_size >= self.minibatch_size,
-              "buffer_size", "an int >= batch_size")
-        check(is_int(self.num_epochs) and self.num_epochs >= 1, "num_epochs", "an int >= 1")
-        check(0.0 <= self.gamma <= 1.0, "gamma", "in [0, 1]")
-        check(0.0 <= self.gae_lambda <= 1.0, "gae_lambda", "in [0, 1]")
-        check(0.0 < self.clip_coef < 1.0, "clip_coef", "in (0, 1)")
-        check(self.ent_coef >= 0, "ent_coef", ">= 0")
-        check(self.vf_coef >= 0, "vf_coef", ">= 0")
-        check(self.max_grad_norm >= 0, "max_grad_norm", ">= 0")
-        check(self.target_kl is None or self.target_kl > 0, "target_kl", "> 0 or null")
-        check(-20.0 <= self.log_std_init <= 2.0, "log_std_init", "in [-20, 2]")
-        check(self.reward_scale > 0, "reward_scale", "> 0")
-        check(is_int(self.max_steps) and self.max_steps >= 1, "max_steps", "an int >= 1")
-
-
-# ----------------------------------------------------------------------------------------------
-# Schedules and losses (short pure functions, tested on their own)
-# ----------------------------------------------------------------------------------------------
-
-def decayed(initial: float, floor: float, schedule: str, step: int, max_steps: int) -> float:
-    """ML-Agents' DecayedValue: linear from ``initial`` at step 0 to ``floor`` at ``max_steps``."""
-    if schedule == "constant":
-        return initial
-    floor = min(floor, initial)
-    progress = min(step, max_steps) / max_steps
-    return (initial - floor) * (1.0 - progress) + floor
-
-
-def clipped_surrogate_loss(newlogprob: torch.Tensor, oldlogprob: torch.Tensor,
-                           advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
-    """L^CLIP as a loss: mean over samples of max(−Â·r, −Â·clip(r, 1−ε, 1+ε)), r = π/π_old."""
-    ratio = (newlogprob - oldlogprob).exp()
-    pg_loss1 = -advantages * ratio
-    pg_loss2 = -advantages * torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef)
-    return torch.max(pg_loss1, pg_loss2).mean()
-
-
-def value_loss(newvalue: torch.Tensor, oldvalue: torch.Tensor, returns: torch.Tensor,
-               clip_coef: float, clip: bool) -> torch.Tensor:
-    """Mean squared error to the returns; with ``clip``, the max of the errors of V and of
-    V_old + clip(V − V_old, ±ε) (ML-Agents' trust-region value loss)."""
-    v_loss_unclipped = (newvalue - returns) ** 2
-    if not clip:
-        return v_loss_unclipped.mean()
-    v_clipped = oldvalue + torch.clamp(newvalue - oldvalue, -clip_coef, clip_coef)
-    v_loss_clipped = (v_clipped - returns) ** 2
-    return torch.max(v_loss_unclipped, v_loss_clipped).mean()
-
+           "decayed", "clipped_surrogate_loss", "value_loss", "minibatch_indices"]
 
 # ----------------------------------------------------------------------------------------------
 # Actor side
@@ -167,28 +74,41 @@ class PPOPolicy:
     weights (-1 until ``load_weights`` is called).  ``obs_shapes``: the BehaviorSpec's
     observation shapes (an int ``d`` means one vector observation of size ``d``).
     ``num_threads``, when given, sets torch's intra-op threads of the *acting process* (the
-    runtime's choice for its actor processes; learners never do this).
+    runtime's choice for its actor processes; learners never do this).  ``arch`` (activation,
+    weight_init, action_clip; ``PPOConfig.arch``) defaults to ML-Agents'; the weights' own
+    ``arch`` replaces it on ``load_weights`` (weights without one: ``LEGACY_ARCH``).
     """
 
     def __init__(self, obs_shapes: ObsShapesLike, action_spec: ActionSpecLike,
                  network_cfg: NetworkConfig, seed: int | None = None,
-                 num_threads: int | None = None):
+                 num_threads: int | None = None, arch: dict | None = None):
         if num_threads is not None:
             set_torch_threads(num_threads)
         self.layout = ObservationLayout(obs_shapes)
         self.obs_shapes = self.layout.obs_shapes
         self.obs_dim = self.layout.obs_dim
-        with seeded_init(0 if seed is None else seed):  # weights arrive later: leave global RNG be
-            self.model = ActorCritic(self.obs_shapes, action_spec, network_cfg)
-        self.model.eval()
+        self.action_spec, self.network_cfg = action_spec, network_cfg
+        self.seed = 0 if seed is None else seed
+        self._build({**DEFAULT_ARCH, **(arch or {})})
         self.normalizer = self.layout.make_normalizer(network_cfg.normalize)
         self.generator = torch.Generator()
         self.generator.manual_seed(int(seed) if seed is not None else int(torch.seed()))
         self.version = -1
 
+    def _build(self, arch: dict) -> None:
+        self.arch = dict(arch)
+        env_action_clamp(torch.zeros(1), arch["action_clip"])  # validates
+        with seeded_init(self.seed):  # weights arrive later: leave the global RNG be
+            self.model = ActorCritic(self.obs_shapes, self.action_spec, self.network_cfg,
+                                     activation=arch["activation"], weight_init=arch["weight_init"])
+        self.model.eval()
+
     def load_weights(self, weights: dict) -> None:
-        """Loads a ``PPOLearner.weights()`` dict (network, normaliser state, version)."""
+        """Loads a ``PPOLearner.weights()`` dict (network, normaliser state, version, arch)."""
         check_obs_shapes(self.obs_shapes, weights)
+        arch = {**LEGACY_ARCH, **(weights.get("arch") or {})}
+        if arch != self.arch:
+            self._build(arch)
         self.model.load_state_dict(weights["model"])
         load_normalizer(self.normalizer, weights["normalizer"])
         self.version = int(weights["version"])
@@ -199,11 +119,12 @@ class PPOPolicy:
 
     def act(self, obs: np.ndarray, action_mask: np.ndarray | None = None,
             deterministic: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """obs [n, obs_dim] -> (actions, logprobs [n] float32, values [n] float32).
+        """obs [n, obs_dim] -> (actions, logprobs [n, K] float32, values [n] float32).
 
         Actions as ``Trajectory.actions``: continuous float32 [n, C] *unclipped* samples (send
-        ``clip(a, -1, 1)`` to the environment, store ``a``); discrete int64 [n, B]; hybrid float32
-        [n, C + B] (C unclipped continuous values, then B branch indices as floats).
+        ``env_actions(a)`` to the environment, store ``a``); discrete int64 [n, B]; hybrid float32
+        [n, C + B] (C unclipped continuous values, then B branch indices as floats).  Log-probs
+        per action dimension / branch: K = C, B or C + B.
         ``action_mask`` is bool [n, sum(branches)], True where allowed.  ``deterministic``
         takes the mode.
         """
@@ -216,6 +137,16 @@ class PPOPolicy:
             values = self.model.get_value(x)
         return actions.numpy(), logprobs.numpy().astype(np.float32), values.numpy().astype(np.float32)
 
+    def env_actions(self, actions: np.ndarray) -> np.ndarray:
+        """What the environment receives for ``act``'s actions: the continuous columns (the first
+        C) clamped by ``action_clip`` (ML-Agents: clamp(a, −3, 3) / 3), branch indices untouched."""
+        c = self.model.continuous_size
+        if not c:
+            return actions
+        out = np.array(actions, dtype=np.float32, copy=True)
+        out[:, :c] = env_action_clamp(torch.from_numpy(out[:, :c]), self.arch["action_clip"]).numpy()
+        return out
+
     def value(self, obs: np.ndarray) -> np.ndarray:
         """V(s) for each row of obs: [n] float32."""
         with torch.no_grad():
@@ -223,7 +154,7 @@ class PPOPolicy:
 
     def export_module(self) -> DeterministicActor:
         """A deterministic torch module observations -> action, normalisation folded in (ONNX)."""
-        return DeterministicActor(self.model, self.normalizer)
+        return DeterministicActor(self.model, self.normalizer, self.arch["action_clip"])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -249,14 +180,19 @@ class PPOLearner:
         self.device = torch.device(device)
         with seeded_init(seed):  # seed-reproducible init without touching torch's global RNG
             self.model = ActorCritic(self.obs_shapes, action_spec, network_cfg,
-                                     ppo_cfg.log_std_init).to(self.device)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=ppo_cfg.learning_rate, eps=1e-5)
+                                     ppo_cfg.log_std_init, activation=ppo_cfg.activation,
+                                     weight_init=ppo_cfg.weight_init).to(self.device)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=ppo_cfg.learning_rate,
+                                          eps=ppo_cfg.adam_eps)
         self.normalizer = self.layout.make_normalizer(network_cfg.normalize)
         self.rng = np.random.default_rng(seed)
         self.version = 0
         """Incremented by each update; actors report the version they acted with."""
         self.agent_steps_trained = 0
-        """Agent-steps consumed by updates so far; drives the linear schedules."""
+        """Agent-steps consumed by updates so far (drives the schedules with schedule_steps: trained)."""
+        self.agent_steps_collected = 0
+        """Agent-steps collected so far, as of the last update (ML-Agents' trainer step; drives
+        the schedules by default): ``update``'s ``collected_steps``, else the steps trained."""
 
     # -- weights for actors, checkpoints, export ------------------------------------------------
 
@@ -265,7 +201,8 @@ class PPOLearner:
         return {"model": {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()},
                 "normalizer": normalizer_state(self.normalizer),
                 "version": self.version,
-                "obs_shapes": self.obs_shapes}
+                "obs_shapes": self.obs_shapes,
+                "arch": self.cfg.arch}
 
     def state_dict(self) -> dict:
         """Everything needed to resume: network, optimiser, normaliser, counters, shuffling RNG.
@@ -279,6 +216,8 @@ class PPOLearner:
                               "obs_shapes": self.obs_shapes,
                               "version": self.version,
                               "agent_steps_trained": self.agent_steps_trained,
+                              "agent_steps_collected": self.agent_steps_collected,
+                              "arch": self.cfg.arch,
                               "rng": self.rng.bit_generator.state})
 
     def load_state_dict(self, state: dict) -> None:
@@ -290,11 +229,13 @@ class PPOLearner:
         load_normalizer(self.normalizer, state["normalizer"])
         self.version = int(state["version"])
         self.agent_steps_trained = int(state["agent_steps_trained"])
+        self.agent_steps_collected = int(state.get("agent_steps_collected",
+                                                   self.agent_steps_trained))
         self.rng.bit_generator.state = state["rng"]
 
     def export_module(self) -> DeterministicActor:
         """A deterministic CPU module observations -> action, normalisation folded in (ONNX)."""
-        return DeterministicActor(self.model, self.normalizer)
+        return DeterministicActor(self.model, self.normalizer, self.cfg.action_clip)
 
     # -- the algorithm --------------------------------------------------------------------------
 
@@ -304,8 +245,13 @@ class PPOLearner:
     def _normalize(self, obs: np.ndarray) -> np.ndarray:
         return self.layout.normalize(self.normalizer, obs)
 
-    def update(self, trajectories: list[Trajectory]) -> dict[str, float]:
-        """One PPO update on these trajectories (any lengths; all rows are used)."""
+    def update(self, trajectories: list[Trajectory],
+               collected_steps: int | None = None) -> dict[str, float]:
+        """One PPO update on these trajectories (any lengths).
+
+        ``collected_steps``: agent-steps collected so far, these included (what drives the
+        schedules with ``schedule_steps: collected``); None counts the steps given here.
+        """
         cfg = self.cfg
         trajectories = [t for t in trajectories if len(t.rewards) > 0]
         if not trajectories:
@@ -315,13 +261,15 @@ class PPOLearner:
                                     for t in trajectories])
         last_obs_raw = np.stack([np.asarray(t.last_obs, np.float32).reshape(self.obs_dim)
                                  for t in trajectories])
+        b_size = len(b_obs_raw)
 
         # 1. Observation statistics first: values, advantages and ratios all see the same input.
         self.layout.update(self.normalizer, b_obs_raw)  # vector columns only
         b_obs = self._tensor(self._normalize(b_obs_raw), torch.float32)
         last_obs = self._tensor(self._normalize(last_obs_raw), torch.float32)
 
-        # 2. V(s_t) and V(s_T) under the current critic.
+        # 2. V(s_t) and V(s_T) under the current (pre-update) critic, as ML-Agents'
+        #    get_trajectory_value_estimates; they are also the value-clipping anchor.
         with torch.no_grad():
             values = self.model.get_value(b_obs).cpu().numpy()
             last_values = self.model.get_value(last_obs).cpu().numpy()
@@ -335,13 +283,27 @@ class PPOLearner:
                                    bool(traj.terminated), cfg.gamma, cfg.gae_lambda)
             advantages.append(adv)
             returns.append(ret)
+        b_advantages_np = np.concatenate(advantages)
 
-        b_advantages = self._tensor(np.concatenate(advantages), torch.float32)
+        # 4. Advantages normalised once over the buffer (ML-Agents' _update_policy).
+        if cfg.norm_adv and cfg.adv_norm_scope == "buffer":
+            b_advantages_np = ((b_advantages_np - b_advantages_np.mean())
+                               / (b_advantages_np.std() + 1e-10))
+
+        b_advantages = self._tensor(b_advantages_np, torch.float32)
         b_returns = self._tensor(np.concatenate(returns), torch.float32)
         b_values = self._tensor(values, torch.float32)
-        b_logprobs = self._tensor(np.concatenate([t.logprobs for t in trajectories]), torch.float32)
-        # actions: float32 rows when there is a continuous part (hybrid: C + B columns), else int64
+        # log-probs: one column per action dimension / branch ([T] rows read as one column)
+        b_logprobs = self._tensor(np.concatenate([np.asarray(t.logprobs, np.float32).reshape(
+            len(t.rewards), -1) for t in trajectories]), torch.float32)
         branches = self.model.discrete_branches
+        num_columns = self.model.continuous_size + len(branches)
+        if cfg.policy_ratio == "joint":
+            b_logprobs = b_logprobs.sum(-1, keepdim=True)
+        elif b_logprobs.shape[1] != num_columns:
+            raise ValueError(f"per-action ratios need {num_columns} log-prob columns per step "
+                             f"(one per action dimension / branch), got {b_logprobs.shape[1]}")
+        # actions: float32 rows when there is a continuous part (hybrid: C + B columns), else int64
         b_actions = self._tensor(np.concatenate([t.actions for t in trajectories]),
                                  torch.float32 if self.model.continuous_size else torch.int64)
         b_masks = None
@@ -350,27 +312,31 @@ class PPOLearner:
                 t.action_masks if t.action_masks is not None
                 else np.ones((len(t.rewards), sum(branches)), bool)
                 for t in trajectories]), torch.bool)
-        b_size = len(b_values)
 
-        # 4. Schedules, driven by the agent-steps trained so far.
-        step = self.agent_steps_trained
+        # 5. Schedules, driven by the agent-steps collected (ML-Agents) or trained so far.
+        self.agent_steps_collected = (int(collected_steps) if collected_steps is not None
+                                      else self.agent_steps_collected + b_size)
+        step = (self.agent_steps_collected if cfg.schedule_steps == "collected"
+                else self.agent_steps_trained)
         lrnow = decayed(cfg.learning_rate, 1e-10, cfg.lr_schedule, step, cfg.max_steps)
         clip_coef = decayed(cfg.clip_coef, 0.1, cfg.clip_coef_schedule, step, cfg.max_steps)
         ent_coef = decayed(cfg.ent_coef, 1e-5, cfg.ent_coef_schedule, step, cfg.max_steps)
         for group in self.optimizer.param_groups:
             group["lr"] = lrnow
 
-        # 5. Optimise the clipped surrogate, value loss and entropy bonus over minibatch epochs.
-        num_minibatches = max(1, b_size // cfg.minibatch_size)
+        # 6. Optimise the clipped surrogate, value loss and entropy bonus over minibatch epochs.
         stats: dict[str, list[float]] = {"pg": [], "v": [], "ent": [], "kl": [], "clipfrac": []}
         self.model.train()
         for _epoch in range(cfg.num_epochs):
             b_inds = self.rng.permutation(b_size)
-            for mb_inds_np in np.array_split(b_inds, num_minibatches):
+            for mb_inds_np in minibatch_indices(b_inds, cfg.minibatch_size, cfg.minibatch_remainder):
                 mb_inds = self._tensor(mb_inds_np, torch.int64)
                 dist = self.model.distribution(b_obs[mb_inds],
-                                               None if b_masks is None else b_masks[mb_inds])
-                newlogprob = dist.log_prob(b_actions[mb_inds])
+                                               None if b_masks is None else b_masks[mb_inds],
+                                               cfg.gaussian_entropy)
+                newlogprob = dist.log_prob(b_actions[mb_inds])  # [mb, K]
+                if cfg.policy_ratio == "joint":
+                    newlogprob = newlogprob.sum(-1, keepdim=True)
                 entropy = dist.entropy()
                 newvalue = self.model.get_value(b_obs[mb_inds])
 
@@ -382,10 +348,11 @@ class PPOLearner:
                     clipfrac = ((ratio - 1.0).abs() > clip_coef).float().mean()
 
                 mb_advantages = b_advantages[mb_inds]
-                if cfg.norm_adv and len(mb_inds_np) > 1:
+                if cfg.norm_adv and cfg.adv_norm_scope == "minibatch" and len(mb_inds_np) > 1:
                     mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
 
-                pg_loss = clipped_surrogate_loss(newlogprob, b_logprobs[mb_inds], mb_advantages, clip_coef)
+                pg_loss = clipped_surrogate_loss(newlogprob, b_logprobs[mb_inds], mb_advantages,
+                                                 clip_coef)
                 v_loss = value_loss(newvalue, b_values[mb_inds], b_returns[mb_inds], clip_coef, cfg.clip_vloss)
                 entropy_loss = entropy.mean()
                 loss = pg_loss - ent_coef * entropy_loss + cfg.vf_coef * v_loss

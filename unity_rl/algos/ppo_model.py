@@ -7,6 +7,13 @@ they are) followed by its own MLP trunk (ML-Agents' default ``shared_critic: fal
 trunk ends in one linear head of C + sum(branches) outputs: the Gaussian means, then the logits
 of each discrete branch.  The head's attribute name keeps the state-dict keys of earlier
 versions: ``actor_mean`` (continuous), ``actor_logits`` (discrete), ``actor_hybrid`` (both).
+
+Architecture (``arch``, which travels with the weights): ``activation`` "swish" with
+``weight_init`` "mlagents" is ML-Agents 1.1.0's network (``torch_entities/layers.py``
+``LinearEncoder``: Kaiming-normal layers, Swish; ``distributions.py``: Gaussian means with gain
+0.2, branch logits with gain 0.1, zero biases; ``decoders.py`` ``ValueHeads``: Xavier uniform);
+"tanh"/"orthogonal" is this project's earlier CleanRL-style network.  Weights without an
+``arch`` entry were written by that earlier version (``LEGACY_ARCH``).
 """
 from __future__ import annotations
 
@@ -18,9 +25,27 @@ from torch import nn
 
 from unity_rl.algos.distributions import (MASKED_LOGIT, DiagGaussian, HybridDistribution,
                                           MaskedMultiCategorical)
-from unity_rl.algos.encoders import FoldedNormalizer, ObservationEncoder, ObsShapesLike, concat_inputs
+from unity_rl.algos.encoders import (FoldedNormalizer, ObservationEncoder, ObsShapesLike, Swish,
+                                     concat_inputs)
 from unity_rl.algos.nets import NetworkConfig, mlp
 from unity_rl.algos.normalizer import RunningNormalizer
+
+ACTIVATIONS: dict[str, type[nn.Module]] = {"swish": Swish, "tanh": nn.Tanh}
+DEFAULT_ARCH = {"activation": "swish", "weight_init": "mlagents", "action_clip": "mlagents"}
+"""ML-Agents' network and action clamp (what a plain ML-Agents config gets)."""
+LEGACY_ARCH = {"activation": "tanh", "weight_init": "orthogonal", "action_clip": "unit"}
+"""What weights saved before ``arch`` was recorded were trained with."""
+
+
+def env_action_clamp(actions: torch.Tensor, action_clip: str) -> torch.Tensor:
+    """Continuous actions as the environment gets them: ``"mlagents"``: clamp(a, −3, 3) / 3
+    (ML-Agents 1.1.0 ``AgentAction.to_action_tuple(clip=True)`` and ``ActionModel.get_action_out``);
+    ``"unit"``: clamp(a, −1, 1)."""
+    if action_clip == "mlagents":
+        return torch.clamp(actions, -3.0, 3.0) / 3.0
+    if action_clip == "unit":
+        return torch.clamp(actions, -1.0, 1.0)
+    raise ValueError(f"action_clip must be 'mlagents' or 'unit', got {action_clip!r}")
 
 
 class ActionSpecLike(Protocol):
@@ -43,15 +68,23 @@ class ActorCritic(nn.Module):
     """Encoders + actor and critic MLPs; inputs are flat rows with normalised vector columns."""
 
     def __init__(self, obs_shapes: ObsShapesLike, action_spec: ActionSpecLike,
-                 network: NetworkConfig, log_std_init: float = 0.0):
+                 network: NetworkConfig, log_std_init: float = 0.0, activation: str = "swish",
+                 weight_init: str = "mlagents"):
         super().__init__()
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
+        self.activation, self.weight_init = activation, weight_init
         self.continuous_size, self.discrete_branches = action_layout(action_spec)
         hidden, layers = network.hidden_units, network.num_layers
+        act = ACTIVATIONS[activation]
         self.critic_encoder = ObservationEncoder(obs_shapes, network)
-        self.critic = mlp(self.critic_encoder.output_size, hidden, layers, 1, out_std=1.0)
+        self.critic = mlp(self.critic_encoder.output_size, hidden, layers, 1, out_std=1.0,
+                          activation=act, init=weight_init)
         self.actor_encoder = ObservationEncoder(obs_shapes, network)
+        out_gain = torch.tensor([0.2] * self.continuous_size + [0.1] * sum(self.discrete_branches))
         head = mlp(self.actor_encoder.output_size, hidden, layers,
-                   self.continuous_size + sum(self.discrete_branches), out_std=0.01)
+                   self.continuous_size + sum(self.discrete_branches), out_std=0.01,
+                   activation=act, init=weight_init, out_gain=out_gain)
         self.head_name = ("actor_logits" if not self.continuous_size else
                           "actor_mean" if not self.discrete_branches else "actor_hybrid")
         self.add_module(self.head_name, head)
@@ -70,16 +103,19 @@ class ActorCritic(nn.Module):
         """V(s): [n]."""
         return self.critic(self.critic_encoder(x)).squeeze(-1)
 
-    def distribution(self, x: torch.Tensor, action_masks: torch.Tensor | None = None):
-        """π(·|s) for each row (``action_masks`` bool [n, sum(branches)], True = allowed)."""
+    def distribution(self, x: torch.Tensor, action_masks: torch.Tensor | None = None,
+                     gaussian_entropy: str = "mean"):
+        """π(·|s) for each row (``action_masks`` bool [n, sum(branches)], True = allowed);
+        ``gaussian_entropy``: "mean" (ML-Agents) or "sum" over the continuous dimensions."""
         out = self.actor_head(self.actor_encoder(x))
         c = self.continuous_size
         if not self.discrete_branches:
-            return DiagGaussian(out, self.actor_logstd)
+            return DiagGaussian(out, self.actor_logstd, gaussian_entropy)
         categorical = MaskedMultiCategorical(out[:, c:], self.discrete_branches, action_masks)
         if not c:
             return categorical
-        return HybridDistribution(DiagGaussian(out[:, :c], self.actor_logstd), categorical)
+        return HybridDistribution(DiagGaussian(out[:, :c], self.actor_logstd, gaussian_entropy),
+                                  categorical)
 
 
 class DeterministicActor(nn.Module):
@@ -88,13 +124,18 @@ class DeterministicActor(nn.Module):
     ``forward(obs_0, .., obs_{k-1}[, action_masks])`` with one tensor per observation (images
     NCHW), or ``forward(flat[, action_masks])`` with flat rows [n, obs_dim]: the inputs are
     flattened and concatenated inside (``concat_inputs``), then the same network as training.
-    Returns clip(μ(s), −1, 1) float32 [n, C] (continuous), the most likely allowed action per
-    branch int64 [n, B] (discrete; ``action_masks`` [n, sum(branches)], nonzero = allowed, is
-    optional), or the tuple (continuous, discrete) for hybrid behaviors.
+    Returns μ(s) clamped as the environment gets it (``env_action_clamp``: clamp(μ, −3, 3) / 3
+    for ML-Agents' ``action_clip``, as its exported model) float32 [n, C] (continuous), the
+    most likely allowed action per branch int64 [n, B] (discrete; ``action_masks`` [n,
+    sum(branches)], nonzero = allowed, is optional), or the tuple (continuous, discrete) for
+    hybrid behaviors.
     """
 
-    def __init__(self, model: ActorCritic, normalizer: RunningNormalizer | None):
+    def __init__(self, model: ActorCritic, normalizer: RunningNormalizer | None,
+                 action_clip: str = "mlagents"):
         super().__init__()
+        env_action_clamp(torch.zeros(1), action_clip)  # validates
+        self.action_clip = action_clip
         self.continuous_size = model.continuous_size
         self.discrete_branches = model.discrete_branches
         self.obs_dim = model.obs_dim
@@ -107,7 +148,7 @@ class DeterministicActor(nn.Module):
         flat, rest = concat_inputs(inputs, self.obs_dim)
         out = self.actor(self.encoder(self.normalizer(flat)))
         c = self.continuous_size
-        continuous = torch.clamp(out[:, :c], -1.0, 1.0) if c else None
+        continuous = env_action_clamp(out[:, :c], self.action_clip) if c else None
         if not self.discrete_branches:
             return continuous
         logits = out[:, c:]

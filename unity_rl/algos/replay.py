@@ -32,6 +32,10 @@ truncated episode's final observation fits) plus a 1-byte validity flag, plus 16
 of the two priority trees (rounded up to a power of two) when prioritised (8 bytes per row with
 the cpprb sampler, plus cpprb's own trees).  ``state_dict()`` copies the filled rows: the
 same cost again, once, in the checkpoint.
+
+Size (over ~400 lines on purpose): the uniform, prioritised and shared-memory buffers share one
+storage layout and sum-tree code, and the shared buffer's lock recovery needs that storage's
+internals.
 """
 from __future__ import annotations
 

@@ -20,13 +20,16 @@ class Trajectory(NamedTuple):
     """[T, obs_dim] float32: observation at each decision (raw, not normalised)."""
     actions: np.ndarray
     """The action row convention, shared by ``PPOPolicy.act``, trajectories and export:
-    continuous-only: [T, C] float32, the unclipped sample (the environment gets clip(a, -1, 1));
+    continuous-only: [T, C] float32, the unclamped sample (the environment gets
+    ``PPOPolicy.env_actions(a)``: clamp(a, -3, 3) / 3 as ML-Agents);
     discrete-only: [T, B] int64, one index per branch;
-    hybrid (C continuous + B branches): [T, C + B] float32, the C unclipped continuous values
+    hybrid (C continuous + B branches): [T, C + B] float32, the C unclamped continuous values
     followed by the B branch indices stored as floats (``distributions.split_hybrid`` splits it).
     """
     logprobs: np.ndarray
-    """[T] float32: log-probability of each action under the behaviour policy."""
+    """[T, K] float32: log-probability of each action under the behaviour policy, one column per
+    continuous dimension then per branch (K = C + B; ML-Agents' per-action ratios); [T] is read
+    as one column."""
     values: np.ndarray
     """[T] float32: value estimates of the behaviour policy (PPOLearner recomputes values with its
     current critic for GAE and uses those as the value-clipping anchor)."""

@@ -180,10 +180,13 @@ def to_action_tuple(actions, action_spec: ActionSpec) -> ActionTuple:
     if isinstance(actions, ActionTuple):
         return actions
     if isinstance(actions, Mapping):
+        c, b = action_spec.continuous_size, len(action_spec.discrete_branches)
+        continuous = np.asarray(actions.get("continuous", np.zeros((0, c))), np.float32)
+        discrete = np.asarray(actions.get("discrete", np.zeros((0, b))), np.int32)
+        n = max(len(continuous), len(discrete))  # a missing or empty part: zero columns
         return ActionTuple(
-            continuous=np.clip(np.asarray(actions["continuous"], np.float32), -1.0, 1.0),
-            discrete=np.asarray(actions["discrete"], np.int32).reshape(
-                -1, len(action_spec.discrete_branches)),
+            continuous=np.clip(continuous, -1.0, 1.0).reshape(n, c),
+            discrete=discrete.reshape(n, b),
         )
     actions = np.asarray(actions)
     if action_spec.continuous_size and action_spec.discrete_branches:

@@ -14,7 +14,7 @@ place in the runtime that looks at the name. It supplies two things:
       ready()                        async: an update is due
       train(sync)                    one unit of work (sync: everything due this round)
       weights()                      what the actors' policy copies load
-      state_dict() / load_state_dict()  checkpoints
+      state_dict() / load_state_dict()  checkpoints (restart_counters: --initialize-from)
 
 A host never starts processes or touches torch's process-wide state: the learner host process
 (the trainer) owns seeds, threads and devices.
@@ -80,6 +80,8 @@ class LearnerHost(Protocol):
     def state_dict(self) -> dict: ...
 
     def load_state_dict(self, state: dict) -> None: ...
+
+    def restart_counters(self) -> None: ...
 
     def close(self) -> None: ...
 

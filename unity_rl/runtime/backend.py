@@ -12,14 +12,72 @@ Contract of every implementation:
   that raised, died or stopped answering raises ``ActorFailedError`` naming it, with the
   actor's traceback text when there is one;
 - ``stop()`` is idempotent and leaves no actor and no build process behind.
+
+Faults (both backends): an actor whose process dies without reporting an error, or that stops
+answering (heartbeat), is re-created from its ``ActorSpec`` (its builds relaunched on the same
+ports once the dead actor's builds are killed) and starts with the newest weights; the rollout it
+was collecting is lost (``dropped_rollouts``). Each actor has a restart budget
+(``actor_restart_quota``); beyond it ``ActorFailedError`` names the actor. An actor that reports
+an exception (``FromActor.ERROR``) is never retried. ``restarts`` counts re-creations (all
+actors), ``actor_restarts()`` per actor.
 """
 from __future__ import annotations
 
 import abc
-from typing import Sequence
+import logging
+import os
+from typing import Collection, Sequence
+
+import psutil
 
 from unity_rl.runtime.actor import ActorSpec
 from unity_rl.runtime.messages import ActorInfo, PolicyWeights, Rollout
+
+logger = logging.getLogger(__name__)
+
+TAG_ENV = "UNITY_RL_ACTOR_TAG"
+"""Environment variable that marks the builds of one actor incarnation (builds inherit the
+actor's environment), so that a dead actor's leftovers can be found and killed without touching
+the builds of its replacement, which use the same ports."""
+
+
+def actor_restart_quota(spec: ActorSpec, max_restarts: int | None):
+    """The restart budget of one actor (a ``RestartQuota``): ``max_restarts`` re-creations over
+    the run (-1: no limit, no rate limit), or None: the run's build quota from ``spec.stream``
+    (``max_lifetime_restarts`` with its rate limit ``restarts_rate_limit_n`` per
+    ``restarts_rate_limit_period_s``)."""
+    from unity_rl.envs.launcher import RestartQuota
+
+    if max_restarts is not None:
+        if max_restarts < -1:
+            raise ValueError("max_restarts must be >= -1 (-1: no limit) or None")
+        return RestartQuota(max_restarts, -1, 60.0)
+    return RestartQuota(*spec.stream.restart_quota)
+
+
+def kill_tagged_processes(tags: Collection[str], *, builds_only: bool = False) -> list[int]:
+    """Kills (with their process trees) the processes of this machine whose ``TAG_ENV`` is one
+    of ``tags``; with ``builds_only`` only ML-Agents builds (``--mlagents-port`` in their
+    command line). Returns the pids killed."""
+    from unity_rl.envs.launcher import kill_process_tree
+
+    tags = set(tags)
+    me = os.getpid()
+    killed = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if proc.pid == me:
+            continue
+        try:
+            if builds_only and "--mlagents-port" not in (proc.info.get("cmdline") or ()):
+                continue
+            if proc.environ().get(TAG_ENV) not in tags:
+                continue
+            kill_process_tree(proc.pid)
+        except (psutil.Error, OSError) as err:  # gone meanwhile, or not ours to read
+            logger.debug("leftover check of pid %d: %s", proc.pid, err)
+            continue
+        killed.append(proc.pid)
+    return killed
 
 
 class ActorBackend(abc.ABC):
@@ -29,6 +87,10 @@ class ActorBackend(abc.ABC):
         if not specs:
             raise ValueError("a backend needs at least one actor")
         self.specs = list(specs)
+        self.restarts = 0
+        """Actor re-creations so far (all actors)."""
+        self.dropped_rollouts = 0
+        """Rollouts lost with a dead or hung actor (it was collecting when it was replaced)."""
 
     @property
     def num_actors(self) -> int:
@@ -53,6 +115,14 @@ class ActorBackend(abc.ABC):
     def pids(self) -> list[int]:
         """Process ids this backend started (actors and builds), for tests and memory reports."""
         return []
+
+    def actor_pids(self) -> list[int | None]:
+        """Process id of each actor's current incarnation (actor order; None when unknown)."""
+        return [None] * self.num_actors
+
+    def actor_restarts(self) -> list[int]:
+        """Re-creations of each actor so far (actor order)."""
+        return [0] * self.num_actors
 
     def __enter__(self) -> "ActorBackend":
         return self

@@ -67,12 +67,13 @@ class BehaviorRun:
     def done(self) -> bool:
         return self.agent_steps >= self.settings.max_steps
 
-    def record(self, part: BehaviorRound) -> bool:
-        """Folds one round in; True when a checkpoint is due."""
+    def record(self, part: BehaviorRound, log_always: bool = False) -> bool:
+        """Folds one round in (a progress row when it trained, or with ``log_always`` whenever
+        steps arrived: inference); True when a checkpoint is due."""
         self.agent_steps += part.collected_steps
         self.metrics.record_episodes(part.episode_returns, part.episode_lengths)
-        if part.metrics is not None:
-            self.metrics.log(self.agent_steps, part.metrics)
+        if part.metrics is not None or (log_always and part.collected_steps):
+            self.metrics.log(self.agent_steps, part.metrics or {})
         if self.agent_steps >= self.next_checkpoint:
             interval = self.settings.checkpoint_interval
             self.next_checkpoint = (self.agent_steps // interval + 1) * interval

@@ -22,7 +22,8 @@ does not span nodes), the actors' initial priorities riding in ``Trajectory.valu
   sync round). Policy lag is measured per accepted segment in versions (``Policy/Lag``) and in
   gradient updates (``Policy/Lag Updates``). Nothing is dropped for lag: replay is off-policy
   by design, and ``unity_rl.max_policy_lag`` does not apply to DDPG.
-- **Resume.** The replay buffer is part of the checkpoint (``DDPGHost.state_dict``):
+- **Resume.** With ``save_replay_buffer: true`` (ML-Agents' key, off by default) the replay
+  buffer is part of the checkpoint (``DDPGHost.state_dict``):
   4·(2·obs_dim + act_dim + 2) bytes per stored transition (+16 with ``prioritized``) in every
   kept checkpoint — 80 B for 3DBall, so 16 MB for 200k transitions; see docs/ddpg.md. With the
   async wiring the snapshot may hold a few segments whose receipts were not counted yet: extra,
@@ -39,15 +40,11 @@ import numpy as np
 import torch
 
 from unity_rl.algos.ddpg import DDPGConfig, DDPGLearner, continuous_action_size, updates_owed
-from unity_rl.algos.replay import ReplayBuffer
+from unity_rl.algos.replay import ReplayBuffer, ReplayLockTimeout, SharedReplayBuffer, per_beta
 from unity_rl.algos.types import Segment, TransitionBatch
 from unity_rl.runtime.algorithm import Algorithm, BehaviorPlan, HostContext
 from unity_rl.runtime.messages import BehaviorInfo
-from unity_rl.runtime.offpolicy_actor import (
-    ReplayLink,
-    carried_priorities,
-    trajectories_to_transitions,
-)
+from unity_rl.runtime.offpolicy_actor import carried_priorities, trajectories_to_transitions
 from unity_rl.runtime.policies import ddpg_policy
 
 logger = logging.getLogger(__name__)
@@ -55,7 +52,8 @@ logger = logging.getLogger(__name__)
 UPDATES_PER_ROUND = 200
 """async: most gradient updates of one ``train`` (between two looks at the backend)."""
 REPLAY_LOCK_TIMEOUT_S = 10.0
-"""How long a checkpoint waits for the shared replay buffer's lock."""
+"""Longest wait for the shared replay buffer's lock while a live process holds it (a dead
+holder is recovered at once: ``unity_rl.algos.replay``)."""
 _LAG_HISTORY = 4096
 """Versions remembered for measuring lag in gradient updates."""
 
@@ -71,7 +69,7 @@ class DDPGHost:
     """
 
     def __init__(self, learner: DDPGLearner, replay: ReplayBuffer, *, num_actors: int,
-                 replay_handle: dict | None = None, replay_lock: Any = None,
+                 replay_handle: dict | None = None, max_steps: int = 0,
                  updates_per_round: int = UPDATES_PER_ROUND):
         self.learner = learner
         self.cfg: DDPGConfig = learner.cfg
@@ -79,22 +77,31 @@ class DDPGHost:
         self.num_actors = num_actors
         self.replay_handle = replay_handle
         """Where actors find the shared buffer (None: they send their transitions)."""
-        self.replay_lock = replay_lock
-        """The shared buffer's lock (checked before a checkpoint copies the buffer)."""
+        self.max_steps = max_steps
+        """The behavior's max_steps: PER's beta reaches 1 there (0: beta stays as configured)."""
         self.updates_per_round = updates_per_round
         self.version = 0
         self.agent_steps = 0
         self._updates_at: dict[int, int] = {0: 0}
         """version -> gradient updates done when it was published (recent versions only)."""
         self._lag_updates: list[float] = []
+        self._updates_offset = 0
+        """Learner updates that belong to another run (``restart_counters``)."""
         self._closer = None
         if hasattr(replay, "unlink"):  # a SharedReplayBuffer we own: never leak the segment
             self._closer = weakref.finalize(self, _close_shared, replay)
 
     @property
     def updates(self) -> int:
-        """Gradient updates done."""
-        return self.learner.updates
+        """Gradient updates done in this run."""
+        return self.learner.updates - self._updates_offset
+
+    def restart_counters(self) -> None:
+        """Weights kept, step counts from zero (``--initialize-from``): warm-up and the replay
+        ratio start afresh."""
+        self.agent_steps = 0
+        self._updates_offset = self.learner.updates
+        self._updates_at = {self.version: 0}
 
     # -- the seam -------------------------------------------------------------------------------
     def accept(self, segment: Segment) -> int | None:
@@ -150,7 +157,9 @@ class DDPGHost:
         if len(replay) > 0:
             for _ in range(num_updates):
                 if cfg.prioritized:
-                    sample = replay.sample_indexed(cfg.batch_size, cfg.per_beta)
+                    beta = (per_beta(cfg.per_beta, self.agent_steps, self.max_steps)
+                            if self.max_steps else cfg.per_beta)
+                    sample = replay.sample_indexed(cfg.batch_size, beta)
                     step = learner.update(sample.batch, sample.weights)
                     replay.update_priorities(sample.indices, learner.td_errors)
                 else:
@@ -173,29 +182,31 @@ class DDPGHost:
     def state_dict(self) -> dict:
         """Learner, counters and the replay buffer's filled rows (see the module doc for size)."""
         return {"ddpg": self.learner.state_dict(), "version": self.version,
-                "updates": self.updates, "agent_steps": self.agent_steps,
+                "updates": self.updates, "updates_offset": self._updates_offset,
+                "agent_steps": self.agent_steps,
                 "replay": self._replay_state()}
 
     def _replay_state(self) -> dict | None:
-        """The buffer's state; None if an actor died holding the shared lock (a SIGKILL in the
-        middle of a write): the checkpoint is then saved without it rather than never."""
-        if self.replay_lock is not None:
-            if not self.replay_lock.acquire(timeout=REPLAY_LOCK_TIMEOUT_S):
-                logger.error("the shared replay buffer stayed locked for %.0f s (an actor killed "
-                             "while writing?): checkpoint saved without it",
-                             REPLAY_LOCK_TIMEOUT_S)
-                return None
-            self.replay_lock.release()
-        return self.replay.state_dict()
+        """The buffer's rows when ``save_replay_buffer`` (ML-Agents' switch) is on; None when it
+        is off, or when a live process kept the shared lock past its timeout (the checkpoint is
+        then saved without the buffer rather than never)."""
+        if not self.cfg.save_replay_buffer:
+            return None
+        try:
+            return self.replay.state_dict()
+        except ReplayLockTimeout as err:
+            logger.error("%s: checkpoint saved without the replay buffer", err)
+            return None
 
     def load_state_dict(self, state: dict) -> None:
         self.learner.load_state_dict(state["ddpg"])
         self.version = int(state["version"])
         self.agent_steps = int(state["agent_steps"])
+        self._updates_offset = int(state.get("updates_offset", 0))
         self._updates_at = {self.version: self.updates}
         if state["replay"] is None:
-            logger.warning("the checkpoint holds no replay buffer: training resumes on an empty "
-                           "one (warm-up is not repeated)")
+            logger.warning("the checkpoint holds no replay buffer (save_replay_buffer: false): "
+                           "training resumes on an empty one (warm-up is not repeated)")
             return
         restore_replay(self.replay, state["replay"])
 
@@ -243,7 +254,6 @@ class DDPGAlgorithm(Algorithm):
         super().__init__(run_cfg, section, behavior_cfg)
         rl = run_cfg.unity_rl
         self.shared_replay = rl.mode == "async" and rl.backend == "local"
-        self.link = ReplayLink() if self.shared_replay else None
         self.hosts: list[DDPGHost] = []
 
     def plan(self) -> BehaviorPlan:
@@ -251,7 +261,7 @@ class DDPGAlgorithm(Algorithm):
         cfg = self.behavior_cfg
         return BehaviorPlan(
             policy_factory=functools.partial(ddpg_policy, network_cfg=cfg.network_settings,
-                                             ddpg_cfg=cfg.hyperparameters, replay_link=self.link),
+                                             ddpg_cfg=cfg.hyperparameters),
             segment_steps=self.run_cfg.unity_rl.resolve_segment_steps(cfg),
             time_horizon=cfg.time_horizon,
             cut_at_segment_end=self.run_cfg.unity_rl.trajectory_cuts == "segment")
@@ -265,12 +275,6 @@ class DDPGAlgorithm(Algorithm):
         except ValueError as err:
             raise ConfigError(self.run_cfg.source or "config", f"behaviors.{name}",
                               "trainer_type", f"ddpg cannot train behavior {name}: {err}") from None
-        if self.link is not None and self.hosts:
-            raise ConfigError(self.run_cfg.source or "config", self.section, "trainer_type",
-                              f"ddpg with the async wiring on the local backend shares one "
-                              f"replay buffer per config section, and behaviors "
-                              f"{name} and another both use '{self.section}': give each "
-                              f"behavior its own section")
         ddpg_cfg: DDPGConfig = self.behavior_cfg.hyperparameters
         network = self.behavior_cfg.network_settings
         obs_dim = info.obs_dim
@@ -281,14 +285,14 @@ class DDPGAlgorithm(Algorithm):
         replay_args = dict(prioritized=ddpg_cfg.prioritized, alpha=ddpg_cfg.per_alpha,
                            eps=ddpg_cfg.per_eps)
         handle = None
-        if self.link is not None:
-            replay = self.link.create(ddpg_cfg.buffer_size, obs_dim, act_dim, ctx.seed,
-                                      **replay_args)
-            handle = ReplayLink.handle(replay)
+        if self.shared_replay:  # actors attach by name (the handle rides with the weights)
+            replay = SharedReplayBuffer(ddpg_cfg.buffer_size, obs_dim, act_dim, ctx.seed,
+                                        lock_timeout=REPLAY_LOCK_TIMEOUT_S, **replay_args)
+            handle = replay.handle()
         else:
             replay = ReplayBuffer(ddpg_cfg.buffer_size, obs_dim, act_dim, ctx.seed, **replay_args)
         host = DDPGHost(learner, replay, num_actors=ctx.num_actors, replay_handle=handle,
-                        replay_lock=None if self.link is None else self.link.lock)
+                        max_steps=self.behavior_cfg.max_steps)
         self.hosts.append(host)
         return host
 

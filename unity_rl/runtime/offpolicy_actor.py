@@ -31,7 +31,6 @@ reset that noise, and ``finish_segment(segment)`` where the actor's share of the
 """
 from __future__ import annotations
 
-import multiprocessing as mp
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -73,54 +72,6 @@ def carried_priorities(trajectories: Sequence[Trajectory]) -> np.ndarray | None:
 
 
 # ----------------------------------------------------------------------------------------------
-# Shared replay: a lock that travels at spawn, a segment attached later
-# ----------------------------------------------------------------------------------------------
-
-class ReplayLink:
-    """What lets actor processes write into the learner's ``SharedReplayBuffer`` (local backend).
-
-    The buffer's size depends on the behavior spec, known only once the actors are up, but its
-    lock must reach them while their processes are spawned (a multiprocessing lock cannot travel
-    any other way). So the link carries the lock from the start (inside the actors' policy
-    factory), the learner builds the buffer around that same lock (``create``), and the
-    segment's name rides with the weights (``handle``); each actor ``attach``es on first sight.
-    Never give a link to a backend that pickles specs outside spawning (Ray).
-    """
-
-    def __init__(self, ctx: Any = None):
-        self.lock = (ctx or mp.get_context("spawn")).Lock()
-
-    def create(self, capacity: int, obs_dim: int, act_dim: int, seed: int, *,
-               prioritized: bool, alpha: float, eps: float) -> SharedReplayBuffer:
-        """The learner's buffer (the owner: it unlinks the segment), guarded by this link's lock."""
-        return SharedReplayBuffer(capacity, obs_dim, act_dim, seed, prioritized=prioritized,
-                                  alpha=alpha, eps=eps, ctx=_GivenLock(self.lock))
-
-    @staticmethod
-    def handle(buffer: SharedReplayBuffer) -> dict:
-        """Picklable description of ``buffer`` (segment name and shape), without the lock."""
-        state = buffer.__getstate__()
-        return {"name": state["name"], "params": state["params"]}
-
-    def attach(self, handle: dict) -> SharedReplayBuffer:
-        """An actor's view of the learner's buffer (it only ``close()``s it)."""
-        buffer = SharedReplayBuffer.__new__(SharedReplayBuffer)
-        buffer.__setstate__({"name": handle["name"], "params": handle["params"],
-                             "lock": self.lock})
-        return buffer
-
-
-class _GivenLock:
-    """A stand-in multiprocessing context whose ``Lock()`` is an existing lock."""
-
-    def __init__(self, lock: Any):
-        self._lock = lock
-
-    def Lock(self) -> Any:  # noqa: N802 - multiprocessing's spelling
-        return self._lock
-
-
-# ----------------------------------------------------------------------------------------------
 # The actor's policy
 # ----------------------------------------------------------------------------------------------
 
@@ -137,9 +88,8 @@ class DDPGActorPolicy:
     """``Actor`` passes ``agent_keys`` to ``act`` and calls ``episodes_ended``."""
 
     def __init__(self, obs_shapes: Any, action_spec: Any, seed: int, *, network_cfg: NetworkConfig,
-                 ddpg_cfg: DDPGConfig, replay_link: ReplayLink | None = None):
+                 ddpg_cfg: DDPGConfig):
         self.cfg = ddpg_cfg
-        self.replay_link = replay_link
         self.replay: SharedReplayBuffer | None = None
         self.published_steps = 0
         self.num_actors = 1
@@ -170,8 +120,8 @@ class DDPGActorPolicy:
         self.num_actors = max(1, int(weights["num_actors"]))
         self.acted = 0
         handle = weights.get("replay")
-        if handle is not None and self.replay is None and self.replay_link is not None:
-            self.replay = self.replay_link.attach(handle)
+        if handle is not None and self.replay is None:  # the learner's shared buffer (Ape-X)
+            self.replay = SharedReplayBuffer.attach(handle)
 
     def run_steps(self) -> int:
         """This actor's estimate of the run's collected agent-steps (for warm-up)."""

@@ -10,7 +10,9 @@ The host keeps a rollout buffer in front of the pure ``PPOLearner``:
   the correction (as in APPO / Sample Factory), and the learner recomputes values with its
   current critic before GAE;
 - ``ready()``: the buffer holds at least ``buffer_size`` agent-steps (ML-Agents' trigger);
-- ``train(sync)``: one PPO update on the whole buffer, then the version moves on.
+- ``train(sync)``: one PPO update on the whole buffer, then the version moves on. The learner
+  gets the agent-steps *collected* so far (every segment given to ``accept``, kept or dropped,
+  this buffer included), which drive its schedules as ML-Agents' trainer step.
 
 The buffer is not part of checkpoints: a resumed run refills it (at most one buffer of
 experience is collected again).
@@ -38,8 +40,11 @@ class PPOHost:
         self._buffer: list[Trajectory] = []
         self._buffered_steps = 0
         self._dropped = 0
+        self.collected_steps = learner.agent_steps_collected
+        """Agent-steps of every accepted segment so far (the schedules' step)."""
 
     def accept(self, segment: Segment) -> int | None:
+        self.collected_steps += segment.agent_steps  # dropped or not, the builds played them
         lag = self.version - segment.policy_version
         if self.drop_lag is not None and lag > self.drop_lag:
             self._dropped += 1
@@ -53,7 +58,8 @@ class PPOHost:
 
     def train(self, sync: bool) -> dict[str, float]:
         trajectories, self._buffer, self._buffered_steps = self._buffer, [], 0
-        metrics = dict(self.learner.update(trajectories)) if trajectories else {}
+        metrics = (dict(self.learner.update(trajectories, collected_steps=self.collected_steps))
+                   if trajectories else {})
         metrics["Policy/Dropped Segments"] = float(self._dropped)
         self._dropped = 0
         self.version += 1
@@ -75,6 +81,13 @@ class PPOHost:
     def load_state_dict(self, state: dict) -> None:
         self.learner.load_state_dict(state)
         self.version = int(state["host_version"])
+        self.collected_steps = self.learner.agent_steps_collected
+
+    def restart_counters(self) -> None:
+        """Weights kept, step counts from zero (``--initialize-from``: fresh schedules)."""
+        self.collected_steps = 0
+        self.learner.agent_steps_collected = 0
+        self.learner.agent_steps_trained = 0
 
     def close(self) -> None:
         """Nothing outside the process to free."""
@@ -87,7 +100,8 @@ class PPOAlgorithm(Algorithm):
         rl = self.run_cfg.unity_rl
         return BehaviorPlan(
             policy_factory=functools.partial(ppo_policy,
-                                             network_cfg=self.behavior_cfg.network_settings),
+                                             network_cfg=self.behavior_cfg.network_settings,
+                                             arch=self.behavior_cfg.hyperparameters.arch),
             segment_steps=rl.resolve_segment_steps(self.behavior_cfg),
             time_horizon=self.behavior_cfg.time_horizon,
             cut_at_segment_end=rl.trajectory_cuts == "segment")

@@ -11,11 +11,11 @@ from unity_rl.algos.nets import NetworkConfig
 
 
 def ppo_policy(obs_shapes: Sequence[tuple[int, ...]], action_spec: Any, seed: int, *,
-               network_cfg: NetworkConfig):
-    """A ``PPOPolicy`` (weights arrive later with ``load_weights``)."""
+               network_cfg: NetworkConfig, arch: dict | None = None):
+    """A ``PPOPolicy`` (weights arrive later with ``load_weights``; ``arch``: PPOConfig.arch)."""
     from unity_rl.algos.ppo import PPOPolicy
 
-    return PPOPolicy(obs_shapes, action_spec, network_cfg, seed=seed)
+    return PPOPolicy(obs_shapes, action_spec, network_cfg, seed=seed, arch=arch)
 
 
 def ddpg_policy(obs_shapes: Sequence[tuple[int, ...]], action_spec: Any, seed: int, **options):

@@ -36,6 +36,9 @@ Ray's lifetime: without an address a local Ray instance is started and shut down
 with ``address`` ('auto' or 'host:port') the driver connects to that cluster and only
 disconnects. A driver that is already connected (``ray.is_initialized()``) is reused and left
 connected. Only this module imports ray.
+
+Size (over ~400 lines on purpose): the Ray actor class, placement, liveness, re-creation and
+clean-up share one per-actor slot and must stay the only module that imports ray.
 """
 from __future__ import annotations
 
@@ -56,7 +59,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from unity_rl.algos.types import Trajectory
 from unity_rl.envs.launcher import RestartQuota
 from unity_rl.runtime.actor import Actor, ActorSpec
-from unity_rl.runtime.backend import ActorBackend
+from unity_rl.runtime.backend import TAG_ENV, ActorBackend, actor_restart_quota
 from unity_rl.runtime.messages import (
     ActorError,
     ActorFailedError,
@@ -75,10 +78,9 @@ BEAT_ANSWER_S = 10.0
 """Seconds an actor has to answer a heartbeat question before it counts as hung."""
 CONTROL = "control"
 """Concurrency group of the methods that must be answered while ``collect`` runs."""
-TAG_ENV = "UNITY_RL_ACTOR_TAG"
-"""Environment variable that marks the builds of one actor incarnation (builds inherit the
-actor's environment), so that its leftovers can be found and killed without touching the builds
-of its replacement, which use the same ports."""
+# TAG_ENV (from backend.py, shared with the local backend) marks the builds of one actor
+# incarnation, so that its leftovers can be found and killed without touching the builds of its
+# replacement, which use the same ports.
 
 
 # ----------------------------------------------------------------------------------------------
@@ -239,8 +241,9 @@ class _Slot:
 class RayBackend(ActorBackend):
     """K actors as Ray actors, on a local Ray instance or an existing cluster.
 
-    address: None starts a local Ray instance (shut down by ``stop()``); 'auto' or 'host:port'
-        connects to an existing cluster (left running).
+    address: 'auto' or 'host:port' connects to an existing cluster (left running); None uses
+        ``RAY_ADDRESS`` when it is set (as Ray's own tools do), else starts a local Ray instance
+        (shut down by ``stop()``).
     num_cpus_per_actor: Ray CPUs each actor reserves (its builds run inside that share).
     max_restarts: re-creations allowed per actor after its process or node died (-1: no limit);
         None: each actor gets the run's build quota (``max_lifetime_restarts`` with its rate limit
@@ -260,7 +263,7 @@ class RayBackend(ActorBackend):
         super().__init__(specs)
         if max_restarts is not None and max_restarts < -1:
             raise ValueError("max_restarts must be >= -1 (-1: no limit) or None")
-        self.address = address
+        self.address = address if address is not None else (os.environ.get("RAY_ADDRESS") or None)
         self.num_cpus_per_actor = float(num_cpus_per_actor)
         self.num_cpus = num_cpus
         worst_wait = max(s.stream.timeout_wait for s in self.specs)
@@ -289,9 +292,7 @@ class RayBackend(ActorBackend):
 
     @staticmethod
     def _quota(spec: ActorSpec, max_restarts: int | None) -> RestartQuota:
-        if max_restarts is not None:
-            return RestartQuota(max_restarts, -1, 60.0)
-        return RestartQuota(*spec.stream.restart_quota)
+        return actor_restart_quota(spec, max_restarts)
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> list[ActorInfo]:
@@ -528,6 +529,8 @@ class RayBackend(ActorBackend):
 
     def _restart(self, slot: _Slot, why: str) -> None:
         """Re-creates a dead or hung actor; the builds it left behind are killed meanwhile."""
+        if slot.phase == "collecting":  # its segment is lost with it
+            self.dropped_rollouts += 1
         try:
             ray.kill(slot.handle, no_restart=True)
         except Exception:  # noqa: BLE001 - already dead is the usual case

@@ -53,7 +53,7 @@ class Round(NamedTuple):
     """Full behavior name -> its part of the round (every host, maybe with nothing)."""
     rollouts: int
     """Rollouts that arrived."""
-    actor_restarts: int
+    build_restarts: int
     """Build restarts the arrived rollouts report."""
 
 
@@ -110,7 +110,10 @@ class _Wiring:
             metrics = trained.get(name)
             if metrics is not None:
                 metrics = {**metrics, **_lag_metrics(lags[name]),
-                           "Runtime/Wait Seconds": wait_s}
+                           "Runtime/Wait Seconds": wait_s,
+                           "Runtime/Actor Restarts": float(getattr(self.backend, "restarts", 0)),
+                           "Runtime/Dropped Rollouts":
+                               float(getattr(self.backend, "dropped_rollouts", 0))}
             parts[name] = BehaviorRound(
                 collected_steps=sum(s.agent_steps for s in segments),
                 episode_returns=[r for s in segments for r in s.episode_returns],

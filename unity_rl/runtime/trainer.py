@@ -1,6 +1,6 @@
 """``train(cfg, run_dir, resume=...)``: the learner host (Sample Factory's runner role).
 
-It builds the pieces and wires them in one place (``_wire``: mode x backend):
+It builds the pieces and wires them in one place (``wiring.wire``: mode x backend):
 
     builds --(AgentStream, every behavior)--> actors (a policy copy + collector per behavior)
     actors --(backend: Rollout = one Segment per behavior, tagged with versions)--> runner
@@ -32,33 +32,30 @@ Contract:
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import random
-import signal
-import threading
 import time
 from pathlib import Path
-from typing import Any, NamedTuple, Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import torch
 
 from unity_rl.checkpoint import CheckpointError, CheckpointManager
-from unity_rl.config import BehaviorConfig, ConfigError, RunConfig
-from unity_rl.runtime.actor import ALL_BEHAVIORS, ActorSpec, StreamSettings
-from unity_rl.runtime.algorithm import Algorithm, HostContext, make_algorithm
-from unity_rl.runtime.backend import ActorBackend, make_backend
+from unity_rl.config import ConfigError, RunConfig
+from unity_rl.runtime.algorithm import Algorithm, HostContext
+from unity_rl.runtime.backend import ActorBackend
 from unity_rl.runtime.behavior_run import BehaviorRun, output_names
 from unity_rl.runtime.messages import ActorFailedError, ActorInfo, BehaviorInfo
-from unity_rl.runtime.runners import make_runner
+from unity_rl.interrupts import sigterm_raises
+from unity_rl.runtime.process_state import load_rng_state, rng_state, seed_everything, shielded
+from unity_rl.runtime.wiring import actor_specs, make_algorithms, wire
 
 logger = logging.getLogger(__name__)
 
 CHECKPOINT_FORMAT = 2
 """Version of the checkpoint layout written by ``_Run.save_checkpoint`` (2: one entry per
 behavior under ``behaviors``)."""
-DEFAULT_SECTION = "default_settings"
 
 
 class BehaviorResult(NamedTuple):
@@ -93,154 +90,11 @@ class TrainResult(NamedTuple):
     torch_policy_path: Path | None
     checkpoint_path: Path | None
     """The last checkpoint written."""
-    interrupted: bool
-    """True when Ctrl-C / SIGTERM ended the run before every max_steps."""
+    interrupted: KeyboardInterrupt | None
+    """The interrupt that ended the run before every max_steps (``interrupts.Terminated`` for
+    SIGTERM), or None; truthy when interrupted."""
     behaviors: dict[str, BehaviorResult] = {}
     """Behavior (output name) -> its result."""
-
-
-# ----------------------------------------------------------------------------------------------
-# Configuration -> algorithms and actor specs
-# ----------------------------------------------------------------------------------------------
-
-def training_sections(cfg: RunConfig) -> tuple[dict[str, BehaviorConfig], BehaviorConfig | None]:
-    """(config sections trained, default settings or None), after ``unity_rl.behavior``."""
-    only = cfg.unity_rl.behavior
-    if only is None:
-        if not cfg.behaviors and cfg.default_settings is None:
-            raise ConfigError(cfg.source or "<config>", None, "behaviors",
-                              "no behavior settings: add behaviors.<Name> or default_settings")
-        return dict(cfg.behaviors), cfg.default_settings
-    for name in (only, only.split("?", 1)[0]):
-        if name in cfg.behaviors:
-            return {name: cfg.behaviors[name]}, None
-    if cfg.default_settings is not None:
-        return {only: cfg.default_settings}, None
-    raise ConfigError(cfg.source or "<config>", "behaviors", only.split("?", 1)[0],
-                      f"--behavior {only}: the config has no settings for it (sections: "
-                      f"{sorted(cfg.behaviors) or 'none'}) and no default_settings")
-
-
-def make_algorithms(cfg: RunConfig) -> tuple[dict[str, Algorithm], Algorithm | None]:
-    """One ``Algorithm`` per trained config section (and one for default_settings)."""
-    sections, default = training_sections(cfg)
-    algorithms = {name: make_algorithm(cfg, name, settings) for name, settings in sections.items()}
-    return algorithms, (make_algorithm(cfg, DEFAULT_SECTION, default) if default else None)
-
-
-def split_builds(num_builds: int, num_actors: int) -> list[tuple[int, int]]:
-    """(first worker id, builds) per actor: ``num_builds`` split as evenly as possible."""
-    if num_actors > num_builds:
-        raise ValueError(f"unity_rl.num_actors ({num_actors}) is larger than env_settings.num_envs "
-                         f"({num_builds}): every actor needs at least one build")
-    out, start = [], 0
-    for k in range(num_actors):
-        count = num_builds // num_actors + (1 if k < num_builds % num_actors else 0)
-        out.append((start, count))
-        start += count
-    return out
-
-
-def actor_specs(cfg: RunConfig, algorithms: dict[str, Algorithm], default: Algorithm | None,
-                log_dir: Path, seed: int, start_steps: int = 0,
-                actor_env_args: Sequence[Sequence[str]] | None = None) -> list[ActorSpec]:
-    """One ``ActorSpec`` per actor of the run (pickles; backend-independent)."""
-    env, rl = cfg.env_settings, cfg.unity_rl
-    if env.env_path is None:
-        raise ValueError("env_settings.env_path (--env) is required: the path of a Unity build")
-    if actor_env_args is not None and len(actor_env_args) != rl.num_actors:
-        raise ValueError(f"actor_env_args has {len(actor_env_args)} entries for "
-                         f"{rl.num_actors} actors")
-    launch = cfg.launch_settings(str(log_dir))
-    plans = tuple((name, algorithm.plan()) for name, algorithm in algorithms.items())
-    default_plan = default.plan() if default is not None else None
-    behaviors = (rl.behavior,) if rl.behavior is not None else (ALL_BEHAVIORS,)
-    specs = []
-    for k, (first_worker, count) in enumerate(split_builds(env.num_envs, rl.num_actors)):
-        extra = tuple(actor_env_args[k]) if actor_env_args is not None else ()
-        stream = StreamSettings(
-            env_path=str(env.env_path), num_builds=count, worker_id_start=first_worker,
-            seed=seed + first_worker, behaviors=behaviors,
-            other_behaviors="zeros" if rl.behavior is not None else "error",
-            launch=launch.replace_args(extra),
-            restart_quota=(env.max_lifetime_restarts, env.restarts_rate_limit_n,
-                           float(env.restarts_rate_limit_period_s)))
-        policy_seed = int(np.random.SeedSequence([seed, k, start_steps]).generate_state(1)[0])
-        specs.append(ActorSpec(
-            actor_id=k, stream=stream, plans=plans, default_plan=default_plan,
-            wait_for_new_weights=(rl.mode == "sync"), seed=policy_seed, torch_threads=1))
-    return specs
-
-
-def _wire(cfg: RunConfig, specs: list[ActorSpec]) -> tuple[ActorBackend, Any]:
-    """The one place where mode x backend are chosen: returns (backend, runner factory)."""
-    rl = cfg.unity_rl
-    options: dict[str, Any] = {}
-    if rl.backend == "ray":
-        options["address"] = rl.ray_address
-    backend = make_backend(rl.backend, specs, **options)
-
-    def runner_for(hosts):
-        return make_runner(rl.mode, backend, hosts)  # mode: sync | async
-
-    return backend, runner_for
-
-
-# ----------------------------------------------------------------------------------------------
-# Signals
-# ----------------------------------------------------------------------------------------------
-
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt():
-    """SIGTERM raises KeyboardInterrupt in the main thread (restored on exit)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextlib.contextmanager
-def _shielded():
-    """Ignores SIGINT/SIGTERM during the final clean-up (seconds), so it cannot be torn."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-
-
-# ----------------------------------------------------------------------------------------------
-# RNG state
-# ----------------------------------------------------------------------------------------------
-
-def _seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % (2**32))
-    torch.manual_seed(seed)
-
-
-def _rng_state() -> dict:
-    return {"python": random.getstate(), "numpy": np.random.get_state(),
-            "torch": torch.get_rng_state()}
-
-
-def _load_rng_state(state: dict) -> None:
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    torch.set_rng_state(state["torch"])
-
 
 
 # ----------------------------------------------------------------------------------------------
@@ -314,7 +168,8 @@ class _Run:
             if entry is not None:
                 run.restore(entry)
             elif name in initial:
-                host.load_state_dict(initial[name]["learner"])  # weights; fresh counters
+                host.load_state_dict(initial[name]["learner"])
+                host.restart_counters()  # weights kept; steps and schedules start afresh
             elif state is not None or self.initial is not None:
                 logger.warning("the checkpoint has no entry for behavior %s: it starts afresh",
                                name)
@@ -322,7 +177,7 @@ class _Run:
             if entry is not None:
                 run.restore_metrics(entry)
         if state is not None:
-            _load_rng_state(state["rng"])
+            load_rng_state(state["rng"])
         self.saved_at = self._steps() if state is not None else None
         self.ready = True
         logger.info("training %s", ", ".join(
@@ -342,7 +197,7 @@ class _Run:
                 behavior = self.behaviors[name]
                 if behavior.done:
                     continue
-                checkpoint_due |= behavior.record(part)
+                checkpoint_due |= behavior.record(part, log_always=self.inference)
                 if behavior.done:
                     runner.finish(name)
                     logger.info("%s reached max_steps (%d agent-steps): it stops training",
@@ -368,7 +223,7 @@ class _Run:
             "behaviors": {name: b.checkpoint_entry() for name, b in self.behaviors.items()},
             "agent_steps": self.agent_steps,
             "seed": self.seed,
-            "rng": _rng_state(),
+            "rng": rng_state(),
         }
         self.last_checkpoint = self.checkpoints.save(state, self.agent_steps)
         self.saved_at = self._steps()
@@ -389,7 +244,8 @@ class _Run:
             behavior.close()
         return wall
 
-    def result(self, wall_seconds: float, policies: dict, interrupted: bool) -> TrainResult:
+    def result(self, wall_seconds: float, policies: dict,
+               interrupted: KeyboardInterrupt | None) -> TrainResult:
         per = {}
         for name, b in self.behaviors.items():
             onnx_path, torch_path = policies.get(name, (None, None))
@@ -455,17 +311,17 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
     if cfg.checkpoint_settings.inference:
         state = None  # run the weights with fresh counters; nothing of the run is overwritten
     seed = int(state["seed"]) if state else _resolve_seed(cfg)
-    _seed_everything(seed)
+    seed_everything(seed)
     torch.set_num_threads(cfg.unity_rl.torch_threads)  # the host owns process-wide torch state
     run = _Run(cfg, run_dir, checkpoints, state, seed, algorithms, default, initial)
     specs = actor_specs(cfg, algorithms, default, run_dir / "run_logs", seed,
                         int(state["agent_steps"]) if state else 0, actor_env_args)
-    backend, runner_for = _wire(cfg, specs)
-    interrupted = False
+    backend, runner_for = wire(cfg, specs)
+    interrupted: KeyboardInterrupt | None = None
     save_at_end = False  # normal end, Ctrl-C/SIGTERM, or an actor failure: the learners are sound
     policies: dict = {}
     wall_seconds = 0.0
-    with _sigterm_as_interrupt():
+    with sigterm_raises():
         try:
             try:
                 t0 = time.perf_counter()
@@ -475,15 +331,15 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
                 run.setup(infos, console)
                 run.loop(runner_for({n: b.host for n, b in run.behaviors.items()}), target_return)
                 save_at_end = True
-            except KeyboardInterrupt:
-                interrupted = save_at_end = True
-                logger.info("interrupted: stopping actors and saving")
+            except KeyboardInterrupt as stop:
+                interrupted, save_at_end = stop, True
+                logger.info("interrupted (%s): stopping actors and saving", stop or "Ctrl-C")
             except ActorFailedError as err:
                 save_at_end = True
                 _raise_config_error(cfg, err)
                 raise
             finally:
-                with _shielded():
+                with shielded():
                     t0 = time.perf_counter()
                     _finish_backend(backend)
                     t1 = time.perf_counter()
@@ -497,7 +353,8 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
                     algorithm.close()
             wall_seconds = run.close()
     if not run.ready:  # interrupted while the builds were starting: nothing trained
-        raise KeyboardInterrupt("interrupted before training started")
+        raise interrupted if isinstance(interrupted, KeyboardInterrupt) else \
+            KeyboardInterrupt("interrupted before training started")
     return run.result(wall_seconds, policies, interrupted)
 
 

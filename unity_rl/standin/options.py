@@ -22,6 +22,7 @@ Stand-in options (all optional; see unity_builds/README.md):
 ``--standin-seed S``               scene seed, overriding the trainer's handshake seed
 ``--standin-realtime``             pace at 50 x time_scale academy steps/s like a real player
 ``--standin-basic-start CELL``     Basic: start cell (default 10)
+``--standin-spec JSON_OR_PATH``    Mock: its spec, JSON text or a JSON file (docs/testing.md)
 ``--standin-connect-timeout S``    give up (exit 1) when no trainer answers the handshake
 =================================  ========================================================
 """
@@ -54,6 +55,8 @@ class PlayerOptions:
     seed: int | None = None
     realtime: bool = False
     basic_start: int | None = None
+    spec: str | None = None
+    """--standin-spec: the Mock scene's spec, JSON text or a file path (read by the scene)."""
     connect_timeout: float = 30.0
     ignored: list[str] = field(default_factory=list)
     """Arguments the player did not recognise (Unity ignores them too)."""
@@ -116,6 +119,10 @@ def _set(opts: PlayerOptions, name: str, value: str) -> None:
         opts.seed = _int("--standin-seed", value)
     elif name == "basic-start":
         opts.basic_start = _int("--standin-basic-start", value, 0)
+    elif name == "spec":
+        if not value.strip():
+            raise OptionError("--standin-spec expects JSON text or a JSON file's path")
+        opts.spec = value
     elif name == "connect-timeout":
         opts.connect_timeout = _float("--standin-connect-timeout", value, 0.0)
     else:

@@ -144,6 +144,8 @@ def _setup(scene_name: str, argv: list[str]):
             raise error
         if behaviors is None:
             raise OptionError(f"unknown scene {scene_name!r}; known: {', '.join(SCENES)}")
+        if callable(behaviors):  # a scene configured by its options (Mock: --standin-spec)
+            behaviors = behaviors(opts)
         plan_groups(behaviors, opts)
         if opts.basic_start is not None and not 0 <= opts.basic_start < 20:
             raise OptionError(f"--standin-basic-start must be in 0..19, got {opts.basic_start}")

@@ -11,15 +11,21 @@ VisualBall     ``VisualBall?team=0``: camera 3x84x84 (PNG) +    4       5       
                2 vector obs, 2 continuous actions
 TwoBehaviors   ``3DBall?team=0`` (continuous) and               4 + 2   5 and 1   5000/100
                ``Basic?team=0`` (discrete) in one build
-GridWorld      ``GridWorld?team=0``: camera 3x36x36 (PNG),       9       5         500
+GridWorld      ``GridWorld?team=0``: camera 3x40x40 (PNG),       9       5         500
                1 branch of 5, action masks
 FoodCollector  ``FoodCollector?team=0``: 8 obs, 3 continuous +   8       5         1000
                1 branch of 2 (hybrid)
 FloatGrid      ``FloatGrid?team=0``: float grid 2x6x6           4       1         100
                (uncompressed) + 2 obs, 1 branch of 5
+Mock           from ``--standin-spec JSON_OR_PATH`` (unity_rl.testing, docs/testing.md)
 =============  ===============================================  ======  ========  ========
+
+A value may also be a callable ``(PlayerOptions) -> tuple[BehaviorDef, ...]`` for a scene whose
+behaviors come from its options (Mock); it raises OptionError for bad options.
 """
 from __future__ import annotations
+
+from typing import Callable, Union
 
 from unity_rl.standin.scenes.ball3d import Ball3DModel
 from unity_rl.standin.scenes.base import BehaviorDef
@@ -27,9 +33,10 @@ from unity_rl.standin.scenes.basic import BasicModel
 from unity_rl.standin.scenes.float_grid import FloatGridModel
 from unity_rl.standin.scenes.food_collector import FoodCollectorModel
 from unity_rl.standin.scenes.gridworld import GridWorldModel
+from unity_rl.standin.scenes.mock import mock_scene
 from unity_rl.standin.scenes.visual_ball import VisualBallModel
 
-SCENES: dict[str, tuple[BehaviorDef, ...]] = {
+SCENES: dict[str, Union[tuple[BehaviorDef, ...], Callable[..., tuple[BehaviorDef, ...]]]] = {
     "3DBall": (BehaviorDef("3DBall?team=0", Ball3DModel, 12, 5, 5000),),
     "Basic": (BehaviorDef("Basic?team=0", BasicModel, 1, 1, 100),),
     "VisualBall": (BehaviorDef("VisualBall?team=0", VisualBallModel, 4, 5, 5000),),
@@ -40,6 +47,7 @@ SCENES: dict[str, tuple[BehaviorDef, ...]] = {
     "GridWorld": (BehaviorDef("GridWorld?team=0", GridWorldModel, 9, 5, 500),),
     "FoodCollector": (BehaviorDef("FoodCollector?team=0", FoodCollectorModel, 8, 5, 1000),),
     "FloatGrid": (BehaviorDef("FloatGrid?team=0", FloatGridModel, 4, 1, 100),),
+    "Mock": mock_scene,
 }
 
 __all__ = ["SCENES", "BehaviorDef"]

@@ -1,0 +1,54 @@
+"""PPO's schedules and losses: short pure functions, tested on their own."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+def decayed(initial: float, floor: float, schedule: str, step: int, max_steps: int) -> float:
+    """ML-Agents' DecayedValue: linear from ``initial`` at step 0 to ``floor`` at ``max_steps``."""
+    if schedule == "constant":
+        return initial
+    floor = min(floor, initial)
+    progress = min(step, max_steps) / max_steps
+    return (initial - floor) * (1.0 - progress) + floor
+
+
+def clipped_surrogate_loss(newlogprob: torch.Tensor, oldlogprob: torch.Tensor,
+                           advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
+    """L^CLIP as a loss: mean of max(−Â·r, −Â·clip(r, 1−ε, 1+ε)), r = π/π_old.
+
+    Log-probs [n] (one joint ratio per sample) or [n, K] (one ratio per action dimension /
+    branch, ML-Agents' ``trust_region_policy_loss``: advantages [n] broadcast over the K columns,
+    the mean taken over all n·K terms)."""
+    if newlogprob.ndim == 2:
+        advantages = advantages.unsqueeze(-1)
+    ratio = (newlogprob - oldlogprob).exp()
+    pg_loss1 = -advantages * ratio
+    pg_loss2 = -advantages * torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef)
+    return torch.max(pg_loss1, pg_loss2).mean()
+
+
+def value_loss(newvalue: torch.Tensor, oldvalue: torch.Tensor, returns: torch.Tensor,
+               clip_coef: float, clip: bool) -> torch.Tensor:
+    """Mean squared error to the returns; with ``clip``, the max of the errors of V and of
+    V_old + clip(V − V_old, ±ε) (ML-Agents' trust-region value loss)."""
+    v_loss_unclipped = (newvalue - returns) ** 2
+    if not clip:
+        return v_loss_unclipped.mean()
+    v_clipped = oldvalue + torch.clamp(newvalue - oldvalue, -clip_coef, clip_coef)
+    v_loss_clipped = (v_clipped - returns) ** 2
+    return torch.max(v_loss_unclipped, v_loss_clipped).mean()
+
+
+def minibatch_indices(b_inds: np.ndarray, minibatch_size: int, remainder: str) -> list[np.ndarray]:
+    """The minibatches of one epoch over the shuffled indices ``b_inds``.
+
+    'drop' (ML-Agents' ``make_mini_batch`` loop): ``len // minibatch_size`` slices of exactly
+    ``minibatch_size`` rows, the remainder unused (a buffer smaller than one minibatch is one
+    minibatch); 'spread': ``np.array_split`` into ``max(1, len // minibatch_size)`` parts.
+    """
+    num_minibatches = max(1, len(b_inds) // minibatch_size)
+    if remainder == "spread" or len(b_inds) < minibatch_size:
+        return np.array_split(b_inds, num_minibatches)
+    return [b_inds[i * minibatch_size:(i + 1) * minibatch_size] for i in range(num_minibatches)]

@@ -1,0 +1,77 @@
+"""Run configuration: ML-Agents' trainer-config YAML, loaded strictly into frozen dataclasses.
+
+One format, the one ``mlagents-learn`` reads, so that its users keep their files (including the
+``configuration.yaml`` that mlagents-learn writes into a run folder)::
+
+    behaviors:
+      3DBall:                       # one section per behavior name (Unity's name before '?')
+        trainer_type: ppo           # ppo | ddpg
+        hyperparameters: {batch_size: 64, buffer_size: 12000, learning_rate: 3.0e-4, ...}
+        network_settings: {normalize: true, hidden_units: 128, num_layers: 2}
+        reward_signals: {extrinsic: {gamma: 0.99, strength: 1.0}}
+        max_steps: 500000
+        time_horizon: 1000
+        summary_freq: 12000
+        checkpoint_interval: 500000
+        keep_checkpoints: 5
+    default_settings: {...}         # optional: merged under every behavior, used for others
+    env_settings: {env_path, env_args, base_port, num_envs, num_areas, seed, timeout_wait,
+                   max_lifetime_restarts, restarts_rate_limit_n, restarts_rate_limit_period_s}
+    engine_settings: {width, height, quality_level, time_scale, target_frame_rate,
+                      capture_frame_rate, no_graphics, no_graphics_monitor}
+    environment_parameters: {mass: 1.0, scale: {sampler_type: uniform, sampler_parameters: ...}}
+    checkpoint_settings: {run_id, resume, force, results_dir, initialize_from, inference}
+    torch_settings: {device}
+    debug: false
+    unity_rl:                       # ours: what ML-Agents has no key for
+      mode: sync                    # sync | async
+      num_actors: 1
+      ...
+
+Strictness (as ML-Agents' ``strict_to_cls``, with better messages): an unknown key, a value of
+the wrong type or out of range raises ``ConfigError`` naming the file, the section path (e.g.
+``behaviors.3DBall.hyperparameters``) and the key, and saying what is accepted.  ML-Agents
+features that unity_rl does not implement (curiosity, GAIL, RND, memory, behavioral cloning,
+self-play, ...) are refused by name; only the values that mean "feature off" (``memory: null``,
+...) are accepted; ``threaded`` is accepted either way (it changes nothing here). Every
+``vis_encode_type`` is implemented (``unity_rl.algos.encoders``).
+
+The package splits by concern: ``sections`` (the dataclasses), ``keys`` (YAML keys <-> fields),
+``parsing`` (strict loading), ``overrides`` (command-line values), ``dump`` (writing it back).
+
+PPO hyperparameters keep ML-Agents' YAML keys and land in ``PPOConfig``, whose fields carry the
+paper's names (``epsilon`` -> ``clip_coef``, ``lambd`` -> ``gae_lambda``, ``beta`` ->
+``ent_coef``...); see ``PPO_KEYS``.  DDPG hyperparameters use ``DDPGConfig``'s field names.  The
+discount comes from ``reward_signals.extrinsic.gamma`` as in ML-Agents.
+
+YAML floats: PyYAML reads ``3e-4`` (no dot) as a *string*; ML-Agents' loader converts it
+silently.  We read such numbers as floats (YAML 1.2 rules), so the same files load.
+"""
+from __future__ import annotations
+
+from unity_rl.config.dump import config_to_yaml, dump_config, write_config
+from unity_rl.config.keys import PPO_KEYS
+from unity_rl.config.overrides import OVERRIDES, apply_overrides, select_behavior
+from unity_rl.config.parsing import load_config, parse_config
+from unity_rl.config.sections import (
+    HYPERPARAMETERS,
+    SAMPLER_PARAMETERS,
+    BehaviorConfig,
+    CheckpointConfig,
+    ConfigError,
+    EngineConfig,
+    EnvConfig,
+    EnvironmentParameter,
+    FrozenMap,
+    RunConfig,
+    TorchConfig,
+    UnityRLConfig,
+)
+
+__all__ = [
+    "HYPERPARAMETERS", "OVERRIDES", "PPO_KEYS", "SAMPLER_PARAMETERS", "BehaviorConfig",
+    "CheckpointConfig", "ConfigError", "EngineConfig", "EnvConfig", "EnvironmentParameter",
+    "FrozenMap", "RunConfig", "TorchConfig", "UnityRLConfig", "apply_overrides",
+    "config_to_yaml", "dump_config", "load_config", "parse_config", "select_behavior",
+    "write_config",
+]

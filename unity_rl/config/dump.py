@@ -1,0 +1,85 @@
+"""The resolved configuration written back as YAML (``configuration.yaml`` of a run)."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from unity_rl.config.keys import NETWORK_KEYS, hyperparameter_keys
+from unity_rl.config.sections import (
+    SAMPLER_PARAMETERS,
+    BehaviorConfig,
+    EnvironmentParameter,
+    RunConfig,
+)
+
+
+# ==============================================================================================
+# Writing the resolved configuration
+# ==============================================================================================
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _dump_behavior(b: BehaviorConfig) -> dict:
+    hp = b.hyperparameters
+    hp_keys = hyperparameter_keys(b.trainer_type)
+    return {
+        "trainer_type": b.trainer_type,
+        "hyperparameters": {key: _plain(getattr(hp, f)) for key, f in hp_keys.items()},
+        "network_settings": {key: getattr(b.network_settings, f) for key, f in NETWORK_KEYS.items()},
+        "reward_signals": {"extrinsic": {"gamma": hp.gamma, "strength": b.reward_strength}},
+        "max_steps": b.max_steps,
+        "time_horizon": b.time_horizon,
+        "summary_freq": b.summary_freq,
+        "checkpoint_interval": b.checkpoint_interval,
+        "keep_checkpoints": b.keep_checkpoints,
+        "even_checkpoints": b.even_checkpoints,
+        "threaded": b.threaded,
+    }
+
+
+def _dump_environment_parameter(p: EnvironmentParameter) -> Any:
+    if p.sampler_type == "constant" and p.seed == -1:
+        return p.value
+    return {"sampler_type": p.sampler_type,
+            "sampler_parameters": {k: _plain(getattr(p, k)) for k in SAMPLER_PARAMETERS[p.sampler_type]}}
+
+
+def _dump_section(obj: Any) -> dict:
+    return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+
+
+def dump_config(cfg: RunConfig) -> dict:
+    """The resolved configuration as plain YAML-ready data, every key explicit.
+
+    ``parse_config(dump_config(cfg)) == cfg``; write it next to a run's results so that the run
+    can be repeated or resumed with exactly these settings.
+    """
+    return {
+        "default_settings": None if cfg.default_settings is None else _dump_behavior(cfg.default_settings),
+        "behaviors": {name: _dump_behavior(b) for name, b in cfg.behaviors.items()},
+        "env_settings": _dump_section(cfg.env_settings),
+        "engine_settings": _dump_section(cfg.engine_settings),
+        "environment_parameters": {name: _dump_environment_parameter(p)
+                                   for name, p in cfg.environment_parameters.items()} or None,
+        "checkpoint_settings": _dump_section(cfg.checkpoint_settings),
+        "torch_settings": _dump_section(cfg.torch_settings),
+        "debug": cfg.debug,
+        "unity_rl": _dump_section(cfg.unity_rl),
+    }
+
+
+def config_to_yaml(cfg: RunConfig) -> str:
+    """dump_config as YAML text."""
+    return yaml.safe_dump(dump_config(cfg), sort_keys=False, default_flow_style=False)
+
+
+def write_config(cfg: RunConfig, path: str | Path) -> None:
+    """Writes the resolved configuration as YAML (ML-Agents writes run_logs/configuration.yaml)."""
+    Path(path).write_text(config_to_yaml(cfg), encoding="utf-8")

@@ -1,0 +1,439 @@
+"""Strict YAML loading (ML-Agents' ``strict_to_cls``, with better messages): ``parse_config``
+and ``load_config``; an unknown key, a wrong type or an out-of-range value is a ``ConfigError``
+naming the file, the section and the key.
+
+Size: the generic strict-structuring helpers and the per-section parsers they serve read best
+together (about 430 lines).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from unity_rl.algos.nets import NetworkConfig
+from unity_rl.config.keys import (
+    BEHAVIOR_KEYS,
+    CHECKPOINT_KEYS,
+    ENGINE_KEYS,
+    ENV_KEYS,
+    MOVED,
+    NETWORK_KEYS,
+    NOT_SUPPORTED,
+    TOP_KEYS,
+    TORCH_KEYS,
+    UNITY_RL_KEYS,
+    UNSUPPORTED,
+    hyperparameter_keys,
+)
+from unity_rl.config.sections import (
+    HYPERPARAMETERS,
+    SAMPLER_PARAMETERS,
+    BehaviorConfig,
+    CheckpointConfig,
+    ConfigError,
+    EngineConfig,
+    EnvConfig,
+    EnvironmentParameter,
+    FrozenMap,
+    RunConfig,
+    SamplerType,
+    TorchConfig,
+    UnityRLConfig,
+    is_int,
+)
+
+
+# ==============================================================================================
+# Strict structuring
+# ==============================================================================================
+
+class Where:
+    """File and section path of the mapping being read, for error messages."""
+
+    def __init__(self, file: str, section: str | None):
+        self.file, self.section = file, section
+
+    def child(self, name: str) -> "Where":
+        return Where(self.file, f"{self.section}.{name}" if self.section else name)
+
+    def error(self, key: str | None, problem: str) -> ConfigError:
+        return ConfigError(self.file, self.section, key, problem)
+
+
+def _describe(tp: Any) -> str:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is bool:
+        return "true or false"
+    if tp is int:
+        return "an integer"
+    if tp is float:
+        return "a number"
+    if tp is str:
+        return "a string"
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    if origin in (typing.Union, types.UnionType):
+        rest = [a for a in args if a is not type(None)]
+        return "null or " + " or ".join(_describe(a) for a in rest)
+    if origin is tuple:
+        return "a list of " + ("strings" if args[0] is str else "[min, max] pairs")
+    return getattr(tp, "__name__", str(tp))
+
+
+def coerce(value: Any, tp: Any, where: Where, key: str) -> Any:
+    """Checks ``value`` against the field type ``tp``; returns it in the field's Python form."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+
+    def wrong() -> ConfigError:
+        return where.error(key, f"expected {_describe(tp)}, got {value!r} ({type(value).__name__})")
+
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        rest = [a for a in args if a is not type(None)]
+        for arm in rest:
+            try:
+                return coerce(value, arm, where, key)
+            except ConfigError:
+                pass
+        raise wrong()
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        raise wrong()
+    if tp is int:
+        if is_int(value):
+            return value
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            return int(value)  # 5.0e5 (ML-Agents accepts max_steps as a float)
+        raise wrong()
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(value):
+                raise where.error(key, f"expected a finite number, got {value!r}")
+            return float(value)
+        raise wrong()
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        raise wrong()
+    if origin is Literal:
+        if value in args and type(value) is type(args[args.index(value)]):
+            return value
+        raise where.error(key, f"expected {_describe(tp)}, got {value!r}")
+    if origin is tuple and args and args[-1] is Ellipsis:
+        if not isinstance(value, (list, tuple)):
+            raise wrong()
+        item_tp = args[0]
+        if item_tp is str:
+            # Build arguments are strings; numbers in the list are taken as their text.
+            if not all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
+                raise wrong()
+            return tuple(str(v) for v in value)
+        return tuple(coerce(v, item_tp, where, key) for v in value)
+    if origin is tuple:  # fixed-length tuple, e.g. tuple[float, float]
+        if not isinstance(value, (list, tuple)) or len(value) != len(args):
+            raise wrong()
+        return tuple(coerce(v, a, where, key) for v, a in zip(value, args))
+    raise TypeError(f"config.py cannot check fields of type {tp!r}")  # a bug here, not in the file
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def _mapping(raw: Any, where: Where) -> Mapping:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(where.file, where.section, None,
+                          f"expected a mapping of keys to values, got {raw!r} ({type(raw).__name__})")
+    for key in raw:
+        if not isinstance(key, str):
+            raise where.error(str(key), f"keys must be strings, got {key!r} ({type(key).__name__})")
+    return raw
+
+
+def _read_keys(raw: Mapping, cls: type, keys: dict[str, str], where: Where,
+               unsupported: Mapping[str, tuple] = {}, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """YAML mapping -> {field: value} for ``cls``: unknown, unsupported and ill-typed keys raise."""
+    hints = typing.get_type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key in skip:
+            continue
+        if key in unsupported:
+            accepted = unsupported[key]
+            if any(_same_value(value, a) for a in accepted):
+                continue
+            hint = (f"; only its default {' or '.join(_yaml_repr(a) for a in accepted)} is accepted"
+                    if accepted else "")
+            raise where.error(key, f"{NOT_SUPPORTED}{hint}, got {value!r}")
+        if key not in keys:
+            accepted_keys = sorted(set(keys) | set(skip))
+            raise where.error(key, f"unknown key. Accepted keys: {', '.join(accepted_keys)}")
+        kwargs[keys[key]] = coerce(value, hints[keys[key]], where, key)
+    return kwargs
+
+
+def _yaml_repr(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value)
+
+
+VALUE_ERROR = re.compile(r"^[\w]+\.(\w+) must be (.*)$", re.S)
+
+
+def _build(cls: type, kwargs: dict[str, Any], where: Where, keys: dict[str, str],
+           elsewhere: Mapping[str, tuple[Where, str]] = {}) -> Any:
+    """cls(**kwargs); a range error from its __post_init__ is reported under the YAML key."""
+    try:
+        return cls(**kwargs)
+    except ValueError as exc:
+        match = VALUE_ERROR.match(str(exc))
+        if not match:
+            raise where.error(None, str(exc)) from None
+        field_name, problem = match.groups()
+        if field_name in elsewhere:
+            other, key = elsewhere[field_name]
+            raise other.error(key, f"must be {problem}") from None
+        by_field = {f: k for k, f in keys.items()}
+        raise where.error(by_field.get(field_name, field_name), f"must be {problem}") from None
+
+
+def _deep_merge(base: Mapping, update: Mapping) -> dict:
+    """update over base, recursively for nested mappings (ML-Agents' deep_update_dict)."""
+    out = dict(base)
+    for key, value in update.items():
+        if key in out and isinstance(out[key], Mapping) and isinstance(value, Mapping):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _parse_network(raw: Any, where: Where) -> NetworkConfig:
+    kwargs = _read_keys(_mapping(raw, where), NetworkConfig, NETWORK_KEYS, where, UNSUPPORTED["network"])
+    return _build(NetworkConfig, kwargs, where, NETWORK_KEYS)
+
+
+def _parse_reward_signals(raw: Any, where: Where) -> tuple[float, float, Where]:
+    """-> (gamma, strength, where of extrinsic)."""
+    raw = _mapping(raw, where)
+    for key, value in raw.items():
+        if key in UNSUPPORTED["reward_signals"]:
+            raise where.error(key, f"reward signal '{key}' {NOT_SUPPORTED}: only 'extrinsic' is supported")
+        if key != "extrinsic":
+            raise where.error(key, "unknown reward signal. Accepted keys: extrinsic")
+    if "extrinsic" not in raw:
+        raise where.error("extrinsic", "missing: unity_rl trains on the extrinsic reward, so "
+                                       "reward_signals must contain 'extrinsic'")
+    ext_where = where.child("extrinsic")
+    ext = _mapping(raw["extrinsic"], ext_where)
+    keys = {"gamma": float, "strength": float}
+    values = {"gamma": 0.99, "strength": 1.0}
+    for key, value in ext.items():
+        if key == "network_settings":
+            # ML-Agents writes it for every signal but uses it only for learned rewards
+            # (curiosity, GAIL, RND): checked, then unused, as there.
+            _parse_network(value, ext_where.child("network_settings"))
+            continue
+        if key not in keys:
+            raise ext_where.error(key, "unknown key. Accepted keys: gamma, network_settings, strength")
+        values[key] = coerce(value, keys[key], ext_where, key)
+    if not 0.0 <= values["gamma"] <= 1.0:
+        raise ext_where.error("gamma", f"must be in [0, 1], got {values['gamma']!r}")
+    if not values["strength"] > 0:
+        raise ext_where.error("strength", f"must be > 0, got {values['strength']!r}")
+    return values["gamma"], values["strength"], ext_where
+
+
+def _parse_behavior(raw: Any, where: Where) -> BehaviorConfig:
+    raw = _mapping(raw, where)
+    if raw.get("trainer_type") in ("sac", "poca", "coma"):
+        raise where.error("trainer_type", f"'{raw['trainer_type']}' {NOT_SUPPORTED}; "
+                                          "accepted: 'ppo', 'ddpg'")
+    subsections = ("hyperparameters", "network_settings", "reward_signals")
+    kwargs = _read_keys(raw, BehaviorConfig, BEHAVIOR_KEYS, where, UNSUPPORTED["behavior"], skip=subsections)
+    trainer_type = kwargs.get("trainer_type", "ppo")
+
+    hp_where = where.child("hyperparameters")
+    hp_raw = dict(_mapping(raw.get("hyperparameters"), hp_where))
+    hp_keys = hyperparameter_keys(trainer_type)
+    hp_cls = HYPERPARAMETERS[trainer_type]
+    if trainer_type == "ppo":
+        # ML-Agents: beta and epsilon schedules follow learning_rate_schedule unless given.
+        for key in ("beta_schedule", "epsilon_schedule"):
+            if key not in hp_raw and "learning_rate_schedule" in hp_raw:
+                hp_raw[key] = hp_raw["learning_rate_schedule"]
+    hp_kwargs = _read_keys(hp_raw, hp_cls, hp_keys, hp_where,
+                           UNSUPPORTED["ppo"] if trainer_type == "ppo" else {})
+
+    gamma, strength, ext_where = _parse_reward_signals(
+        raw.get("reward_signals", {"extrinsic": {}}), where.child("reward_signals"))
+    hp_kwargs["gamma"] = gamma
+    hp_fields = {f.name for f in dataclasses.fields(hp_cls)}
+    max_steps = kwargs.get("max_steps", BehaviorConfig.max_steps)
+    if "max_steps" in hp_fields:
+        hp_kwargs["max_steps"] = max_steps
+    if "reward_scale" in hp_fields:
+        hp_kwargs["reward_scale"] = strength
+    elif strength != 1.0:
+        raise ext_where.error("strength", f"must be 1.0 with trainer_type {trainer_type!r} "
+                                          f"(it has no reward scaling), got {strength!r}")
+    elsewhere = {"gamma": (ext_where, "gamma"), "reward_scale": (ext_where, "strength"),
+                 "max_steps": (where, "max_steps")}
+    kwargs["hyperparameters"] = _build(hp_cls, hp_kwargs, hp_where, hp_keys, elsewhere)
+    kwargs["network_settings"] = _parse_network(raw.get("network_settings"), where.child("network_settings"))
+    kwargs["reward_strength"] = strength
+    return _build(BehaviorConfig, kwargs, where, BEHAVIOR_KEYS,
+                  {"reward_strength": (ext_where, "strength")})
+
+
+def _parse_environment_parameter(raw: Any, where: Where, name: str) -> EnvironmentParameter:
+    keys = {f.name: f.name for f in dataclasses.fields(EnvironmentParameter)}
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        return _build(EnvironmentParameter, {"value": coerce(raw, float, where, name)}, where, keys)
+    here = where.child(name)
+    raw = _mapping(raw, here)
+    if "curriculum" in raw:
+        raise here.error("curriculum", f"{NOT_SUPPORTED}: give a number or a sampler "
+                                       "(sampler_type + sampler_parameters)")
+    for key in raw:
+        if key not in ("sampler_type", "sampler_parameters"):
+            raise here.error(key, "unknown key. Accepted: a number, or sampler_type and sampler_parameters")
+    if "sampler_type" not in raw:
+        raise here.error("sampler_type", "missing; accepted: " + ", ".join(SAMPLER_PARAMETERS))
+    sampler_type = coerce(raw["sampler_type"], SamplerType, here, "sampler_type")
+    params_where = here.child("sampler_parameters")
+    allowed = {k: k for k in SAMPLER_PARAMETERS[sampler_type]}
+    kwargs = _read_keys(_mapping(raw.get("sampler_parameters"), params_where), EnvironmentParameter,
+                        allowed, params_where)
+    return _build(EnvironmentParameter, {"sampler_type": sampler_type, **kwargs}, params_where, allowed)
+
+
+def _section(raw: Mapping, name: str, cls: type, keys: dict[str, str], file: str,
+             unsupported: Mapping[str, tuple] = {}) -> Any:
+    where = Where(file, name)
+    kwargs = _read_keys(_mapping(raw.get(name), where), cls, keys, where, unsupported)
+    return _build(cls, kwargs, where, keys)
+
+
+def parse_config(raw: Any, source: str = "<config>") -> RunConfig:
+    """A YAML document (already parsed) -> RunConfig; ``source`` names it in errors."""
+    top = Where(source, None)
+    if raw is None:
+        raise top.error(None, "the file is empty; it needs at least a 'behaviors' section")
+    raw = _mapping(raw, top)
+    for key in raw:
+        if key in UNSUPPORTED["top"]:
+            raise top.error(key, f"{NOT_SUPPORTED} (an old ML-Agents format): use "
+                                 "environment_parameters")
+        if key not in TOP_KEYS:
+            raise top.error(key, f"unknown section. Accepted: {', '.join(TOP_KEYS)}")
+
+    default_raw = raw.get("default_settings")
+    default_settings = None
+    if default_raw is not None:
+        default_settings = _parse_behavior(default_raw, Where(source, "default_settings"))
+        default_raw = _mapping(default_raw, Where(source, "default_settings"))
+
+    behaviors_where = Where(source, "behaviors")
+    behaviors = {}
+    for name, behavior_raw in _mapping(raw.get("behaviors"), behaviors_where).items():
+        where = behaviors_where.child(name)
+        behavior_raw = _mapping(behavior_raw, where)
+        if default_raw is not None:
+            base = dict(default_raw)
+            if behavior_raw.get("trainer_type", "ppo") != base.get("trainer_type", "ppo"):
+                base.pop("hyperparameters", None)  # another algorithm's keys would not fit
+            behavior_raw = _deep_merge(base, behavior_raw)
+        behaviors[name] = _parse_behavior(behavior_raw, where)
+    if not behaviors and default_settings is None:
+        raise behaviors_where.error(None, "no behavior is configured: add a section "
+                                          "behaviors.<BehaviorName> (or default_settings)")
+
+    env_params_where = Where(source, "environment_parameters")
+    environment_parameters = {
+        name: _parse_environment_parameter(value, env_params_where, name)
+        for name, value in _mapping(raw.get("environment_parameters"), env_params_where).items()}
+
+    unity_rl_where = Where(source, "unity_rl")
+    for key in _mapping(raw.get("unity_rl"), unity_rl_where):
+        if key in MOVED:
+            raise unity_rl_where.error(key, f"belongs in env_settings (as in ML-Agents), not in unity_rl")
+
+    debug = coerce(raw.get("debug", False), bool, top, "debug")
+    return RunConfig(
+        behaviors=FrozenMap(behaviors),
+        default_settings=default_settings,
+        env_settings=_section(raw, "env_settings", EnvConfig, ENV_KEYS, source),
+        engine_settings=_section(raw, "engine_settings", EngineConfig, ENGINE_KEYS, source),
+        environment_parameters=FrozenMap(environment_parameters),
+        checkpoint_settings=_section(raw, "checkpoint_settings", CheckpointConfig, CHECKPOINT_KEYS,
+                                     source, UNSUPPORTED["checkpoint"]),
+        torch_settings=_section(raw, "torch_settings", TorchConfig, TORCH_KEYS, source),
+        debug=debug,
+        unity_rl=_section(raw, "unity_rl", UnityRLConfig, UNITY_RL_KEYS, source),
+        source=source,
+    )
+
+
+# ==============================================================================================
+# Files
+# ==============================================================================================
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys and reads 3e-4 as a float (YAML 1.2)."""
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            duplicate = key in seen
+            seen.add(key)
+        except TypeError:
+            continue  # unhashable key: construct_mapping reports it
+        if duplicate:
+            raise _DuplicateKey(f"key '{key}' appears twice in one mapping (line {key_node.start_mark.line + 1})")
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"))
+
+
+def load_config(path: str | Path) -> RunConfig:
+    """Reads and checks a YAML config file; raises ConfigError (naming file, section, key)."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(source, None, None, f"cannot read the file: {exc.strerror or exc}") from None
+    try:
+        raw = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except _DuplicateKey as exc:
+        raise ConfigError(source, None, None, str(exc)) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(source, None, None, f"not valid YAML: {exc}") from None
+    return parse_config(raw, source)

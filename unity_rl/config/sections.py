@@ -1,0 +1,425 @@
+"""The configuration's sections as frozen dataclasses (one docstring line per field), checked
+when built: ``RunConfig`` and its parts, ``ConfigError`` and ``FrozenMap``.
+
+Size: one frozen dataclass per section with a docstring line per field and its checks (about
+420 lines).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+
+from unity_rl.algos.ddpg import DDPGConfig
+from unity_rl.algos.nets import NetworkConfig
+from unity_rl.algos.ppo import PPOConfig
+
+
+class ConfigError(ValueError):
+    """A configuration problem; the message names the file, the section and the key."""
+
+    def __init__(self, file: str, section: str | None, key: str | None, problem: str):
+        where = file
+        if section:
+            where += f": section '{section}'"
+        if key is not None:
+            where += f", key '{key}'" if section else f": {key}"
+        super().__init__(f"{where}: {problem}")
+        self.file = file
+        self.section = section
+        self.key = key
+        self.problem = problem
+
+
+class FrozenMap(Mapping):
+    """A read-only dict (frozen dataclasses hold these instead of dicts); pickles like one."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping | None = None):
+        object.__setattr__(self, "_data", dict(data or {}))
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __iter__(self) -> Iterator:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("FrozenMap is read-only")
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({self._data!r})"
+
+    def __reduce__(self):
+        return (FrozenMap, (self._data,))
+
+    def __hash__(self):
+        return hash(tuple(self._data.items()))
+
+
+def check_field(ok: bool, section: str, name: str, what: str, value: Any) -> None:
+    """Raises the ValueError format that the loader maps back to a YAML key."""
+    if not ok:
+        raise ValueError(f"{section}.{name} must be {what}, got {value!r}")
+
+
+def is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# ==============================================================================================
+# Sections
+# ==============================================================================================
+
+TrainerType = Literal["ppo", "ddpg"]
+HYPERPARAMETERS: dict[str, type] = {"ppo": PPOConfig, "ddpg": DDPGConfig}
+"""Trainer type -> the dataclass its ``hyperparameters`` section fills."""
+
+
+@dataclass(frozen=True)
+class BehaviorConfig:
+    """One ``behaviors.<name>`` section (ML-Agents' TrainerSettings)."""
+
+    trainer_type: TrainerType = "ppo"
+    """Learning algorithm: 'ppo' or 'ddpg'."""
+    hyperparameters: PPOConfig | DDPGConfig = field(default_factory=PPOConfig)
+    """The learner's config (its gamma comes from reward_signals.extrinsic.gamma)."""
+    network_settings: NetworkConfig = field(default_factory=NetworkConfig)
+    """Network size and observation normalisation."""
+    reward_strength: float = 1.0
+    """reward_signals.extrinsic.strength: multiplier of the environment reward."""
+    max_steps: int = 500_000
+    """Agent-steps to train for (all agents of the behavior together)."""
+    time_horizon: int = 64
+    """Agent-steps after which an agent's trajectory is cut and bootstrapped."""
+    summary_freq: int = 50_000
+    """Agent-steps between summaries (console line and TensorBoard scalars)."""
+    checkpoint_interval: int = 500_000
+    """Agent-steps between checkpoints."""
+    keep_checkpoints: int = 5
+    """Number of most recent checkpoints kept."""
+    even_checkpoints: bool = False
+    """Space checkpoints evenly: checkpoint_interval = max_steps // keep_checkpoints."""
+    threaded: bool = False
+    """ML-Agents: update the policy while the environment steps. Accepted either way: unity_rl's
+    actors always step the builds in processes of their own (unity_rl.mode says how they wait)."""
+
+    def __post_init__(self) -> None:
+        check_field(self.trainer_type in HYPERPARAMETERS, "behavior", "trainer_type",
+               "'ppo' or 'ddpg'", self.trainer_type)
+        expected = HYPERPARAMETERS[self.trainer_type]
+        if not isinstance(self.hyperparameters, expected):
+            raise ValueError(f"behavior.hyperparameters must be a {expected.__name__} for "
+                             f"trainer_type {self.trainer_type!r}, got {type(self.hyperparameters).__name__}")
+        for name in ("max_steps", "time_horizon", "summary_freq", "checkpoint_interval",
+                     "keep_checkpoints"):
+            value = getattr(self, name)
+            check_field(is_int(value) and value >= 1, "behavior", name, "an int >= 1", value)
+        check_field(self.reward_strength > 0, "behavior", "reward_strength", "> 0", self.reward_strength)
+        hp = self.hyperparameters
+        if self.even_checkpoints:
+            object.__setattr__(self, "checkpoint_interval", max(1, self.max_steps // self.keep_checkpoints))
+        # max_steps and the reward strength are behavior-level keys in the YAML; the learner's
+        # config carries copies where it has such fields (PPO's schedules, reward scaling).
+        if hasattr(hp, "max_steps") and hp.max_steps != self.max_steps:
+            object.__setattr__(self, "hyperparameters", dataclasses.replace(hp, max_steps=self.max_steps))
+        hp = self.hyperparameters
+        if hasattr(hp, "reward_scale"):
+            if hp.reward_scale != self.reward_strength:
+                object.__setattr__(self, "hyperparameters",
+                                   dataclasses.replace(hp, reward_scale=self.reward_strength))
+        elif self.reward_strength != 1.0:
+            raise ValueError(f"behavior.reward_strength must be 1.0 with trainer_type "
+                             f"{self.trainer_type!r} (it has no reward scaling), got {self.reward_strength!r}")
+
+    @property
+    def gamma(self) -> float:
+        """The discount (reward_signals.extrinsic.gamma)."""
+        return self.hyperparameters.gamma
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """``env_settings``: which build to run and how to supervise it (ML-Agents' names)."""
+
+    env_path: str | None = None
+    """Path of the Unity build (None: connect to the Unity Editor)."""
+    env_args: tuple[str, ...] | None = None
+    """Extra command-line arguments for the build."""
+    base_port: int = 5005
+    """First gRPC port; build i uses base_port + i."""
+    num_envs: int = 1
+    """Builds launched in all (mlagents-learn's --num-envs), split over unity_rl.num_actors."""
+    num_areas: int = 1
+    """Training areas each build instantiates (sent in the handshake)."""
+    seed: int = -1
+    """Random seed of the run (-1: draw one)."""
+    timeout_wait: int = 60
+    """Seconds to wait for a build to connect or answer before it counts as failed."""
+    max_lifetime_restarts: int = 10
+    """Restarts of crashed builds allowed over the run (-1: unlimited)."""
+    restarts_rate_limit_n: int = 1
+    """At most this many restarts per restarts_rate_limit_period_s (-1: no limit)."""
+    restarts_rate_limit_period_s: int = 60
+    """Window of the restart rate limit, seconds."""
+
+    def __post_init__(self) -> None:
+        s = "env_settings"
+        check_field(is_int(self.base_port) and 1 <= self.base_port <= 65535, s, "base_port",
+               "an int in [1, 65535]", self.base_port)
+        check_field(is_int(self.num_envs) and self.num_envs >= 1, s, "num_envs", "an int >= 1", self.num_envs)
+        check_field(self.base_port + self.num_envs - 1 <= 65535, s, "num_envs",
+               "small enough that base_port + num_envs - 1 <= 65535", self.num_envs)
+        check_field(is_int(self.num_areas) and self.num_areas >= 1, s, "num_areas", "an int >= 1", self.num_areas)
+        check_field(is_int(self.seed) and self.seed >= -1, s, "seed", "an int >= -1", self.seed)
+        check_field(is_int(self.timeout_wait) and self.timeout_wait >= 1, s, "timeout_wait",
+               "an int >= 1 (seconds)", self.timeout_wait)
+        check_field(is_int(self.max_lifetime_restarts) and self.max_lifetime_restarts >= -1, s,
+               "max_lifetime_restarts", "an int >= -1", self.max_lifetime_restarts)
+        check_field(is_int(self.restarts_rate_limit_n) and self.restarts_rate_limit_n >= -1, s,
+               "restarts_rate_limit_n", "an int >= -1", self.restarts_rate_limit_n)
+        check_field(is_int(self.restarts_rate_limit_period_s) and self.restarts_rate_limit_period_s >= 1, s,
+               "restarts_rate_limit_period_s", "an int >= 1", self.restarts_rate_limit_period_s)
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """``engine_settings``: sent to each build through the engine configuration side channel."""
+
+    width: int = 84
+    """Window width in pixels."""
+    height: int = 84
+    """Window height in pixels."""
+    quality_level: int = 5
+    """Unity quality level."""
+    time_scale: float = 20.0
+    """Simulation speed multiplier."""
+    target_frame_rate: int = -1
+    """Unity's target frame rate (-1: unlimited)."""
+    capture_frame_rate: int = 60
+    """Unity's capture frame rate (fixes the simulated time per frame)."""
+    no_graphics: bool = False
+    """Run builds with -nographics -batchmode."""
+    no_graphics_monitor: bool = False
+    """Run all builds but the first without graphics."""
+
+    def __post_init__(self) -> None:
+        s = "engine_settings"
+        for name in ("width", "height"):
+            check_field(is_int(getattr(self, name)) and getattr(self, name) >= 1, s, name, "an int >= 1",
+                   getattr(self, name))
+        check_field(is_int(self.quality_level) and self.quality_level >= 0, s, "quality_level",
+               "an int >= 0", self.quality_level)
+        check_field(self.time_scale > 0 and math.isfinite(self.time_scale), s, "time_scale", "> 0", self.time_scale)
+        check_field(is_int(self.target_frame_rate) and self.target_frame_rate >= -1, s, "target_frame_rate",
+               "an int >= -1", self.target_frame_rate)
+        check_field(is_int(self.capture_frame_rate) and self.capture_frame_rate >= 0, s,
+               "capture_frame_rate", "an int >= 0", self.capture_frame_rate)
+
+
+SamplerType = Literal["constant", "uniform", "gaussian", "multirangeuniform"]
+SAMPLER_PARAMETERS: dict[str, tuple[str, ...]] = {
+    "constant": ("value", "seed"),
+    "uniform": ("min_value", "max_value", "seed"),
+    "gaussian": ("mean", "st_dev", "seed"),
+    "multirangeuniform": ("intervals", "seed"),
+}
+"""sampler_type -> the keys its sampler_parameters accept (ML-Agents' names)."""
+
+
+@dataclass(frozen=True)
+class EnvironmentParameter:
+    """One ``environment_parameters`` entry: a constant or a sampler (no curriculum)."""
+
+    sampler_type: SamplerType = "constant"
+    """'constant', 'uniform', 'gaussian' or 'multirangeuniform'."""
+    value: float = 0.0
+    """constant: the value."""
+    min_value: float = 0.0
+    """uniform: lower bound."""
+    max_value: float = 1.0
+    """uniform: upper bound."""
+    mean: float = 1.0
+    """gaussian: mean."""
+    st_dev: float = 1.0
+    """gaussian: standard deviation."""
+    intervals: tuple[tuple[float, float], ...] = ((0.0, 1.0),)
+    """multirangeuniform: [min, max] intervals."""
+    seed: int = -1
+    """Seed of the sampler inside the build (-1: the run's seed)."""
+
+    def __post_init__(self) -> None:
+        s = "environment_parameter"
+        check_field(self.sampler_type in SAMPLER_PARAMETERS, s, "sampler_type",
+               "one of " + ", ".join(SAMPLER_PARAMETERS), self.sampler_type)
+        check_field(self.min_value <= self.max_value, s, "min_value", "<= max_value", self.min_value)
+        check_field(self.st_dev >= 0, s, "st_dev", ">= 0", self.st_dev)
+        check_field(len(self.intervals) >= 1 and all(len(i) == 2 and i[0] <= i[1] for i in self.intervals),
+               s, "intervals", "a non-empty list of [min, max] pairs with min <= max", self.intervals)
+        check_field(is_int(self.seed), s, "seed", "an int", self.seed)
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    """``checkpoint_settings``: where results go, and resuming."""
+
+    run_id: str = "ppo"
+    """Name of the run; results go to results_dir/run_id."""
+    resume: bool = False
+    """Continue the run from its latest checkpoint."""
+    force: bool = False
+    """Overwrite an existing run folder of the same run_id."""
+    results_dir: str = "results"
+    """Folder that holds the run folders."""
+    initialize_from: str | None = None
+    """Run id (under results_dir) whose latest checkpoint's learners start this run; the step
+    counts, schedules' progress and statistics start afresh."""
+    inference: bool = False
+    """Run the policies without training (weights from --resume or --initialize-from)."""
+
+    def __post_init__(self) -> None:
+        s = "checkpoint_settings"
+        check_field(bool(self.run_id) and "/" not in self.run_id and "\\" not in self.run_id
+               and self.run_id not in (".", ".."), s, "run_id",
+               "a non-empty name without path separators", self.run_id)
+        check_field(bool(self.results_dir), s, "results_dir", "a non-empty path", self.results_dir)
+        check_field(not (self.resume and self.force), s, "force",
+               "false when resume is true (resume continues a run, force overwrites it)", self.force)
+        check_field(self.initialize_from is None or (bool(self.initialize_from) and not self.resume),
+               s, "initialize_from", "a run id, and not together with resume",
+               self.initialize_from)
+        check_field(not self.inference or self.resume or self.initialize_from is not None, s,
+               "inference", "used with resume or initialize_from (the weights to run)",
+               self.inference)
+
+
+_DEVICE = re.compile(r"^(cpu|cuda(:\d+)?|mps)$")
+
+
+@dataclass(frozen=True)
+class TorchConfig:
+    """``torch_settings``."""
+
+    device: str | None = None
+    """Learner device: 'cpu', 'cuda', 'cuda:N' or 'mps' (None: cuda when available, else cpu)."""
+
+    def __post_init__(self) -> None:
+        check_field(self.device is None or bool(_DEVICE.match(self.device)), "torch_settings", "device",
+               "null, 'cpu', 'cuda', 'cuda:N' or 'mps'", self.device)
+
+
+@dataclass(frozen=True)
+class UnityRLConfig:
+    """``unity_rl``: how experience is collected and distributed (no ML-Agents equivalent)."""
+
+    mode: Literal["sync", "async"] = "sync"
+    """'sync': the learner waits for all actors, then updates; 'async': it trains on segments as they come."""
+    num_actors: int = 1
+    """Actor processes, each running env_settings.num_envs builds."""
+    segment_steps: int | None = None
+    """Agent-steps an actor collects per segment (None: see resolve_segment_steps)."""
+    max_policy_lag: int = 2
+    """async: segments collected with weights more than this many versions old are dropped."""
+    backend: Literal["local", "ray"] = "local"
+    """Where actors run: 'local' processes or a 'ray' cluster."""
+    ray_address: str | None = None
+    """Address of an existing Ray cluster (backend ray; None: $RAY_ADDRESS if set, else a local
+    Ray instance is started)."""
+    num_cpus_per_actor: float = 1.0
+    """backend ray: CPUs each actor reserves on its node (its builds run inside that share)."""
+    max_actor_restarts: int | None = None
+    """Re-creations of a dead or hung actor allowed per actor, local or Ray (-1: no limit);
+    null: the builds' restart quota (env_settings.max_lifetime_restarts with its rate limit)."""
+    torch_threads: int = 1
+    """torch intra-op threads of the learner (actors always use 1)."""
+    behavior: str | None = None
+    """Train only this behavior (--behavior); the agents of the others get zero actions."""
+    trajectory_cuts: Literal["time_horizon", "segment"] = "time_horizon"
+    """'time_horizon': cut trajectories only at time_horizon or an episode end (ML-Agents);
+    'segment': also at every segment end (each actor's share of a buffer)."""
+
+    def __post_init__(self) -> None:
+        s = "unity_rl"
+        check_field(self.mode in ("sync", "async"), s, "mode", "'sync' or 'async'", self.mode)
+        check_field(is_int(self.num_actors) and self.num_actors >= 1, s, "num_actors", "an int >= 1", self.num_actors)
+        check_field(self.segment_steps is None or (is_int(self.segment_steps) and self.segment_steps >= 1), s,
+               "segment_steps", "null or an int >= 1", self.segment_steps)
+        check_field(is_int(self.max_policy_lag) and self.max_policy_lag >= 0, s, "max_policy_lag",
+               "an int >= 0", self.max_policy_lag)
+        check_field(self.backend in ("local", "ray"), s, "backend", "'local' or 'ray'", self.backend)
+        check_field(self.ray_address is None or self.backend == "ray", s, "ray_address",
+               "null unless backend is 'ray'", self.ray_address)
+        check_field(isinstance(self.num_cpus_per_actor, (int, float)) and self.num_cpus_per_actor > 0,
+               s, "num_cpus_per_actor", "a number > 0", self.num_cpus_per_actor)
+        check_field(self.max_actor_restarts is None or (is_int(self.max_actor_restarts)
+               and self.max_actor_restarts >= -1), s, "max_actor_restarts",
+               "null or an int >= -1", self.max_actor_restarts)
+        check_field(is_int(self.torch_threads) and self.torch_threads >= 1, s, "torch_threads",
+               "an int >= 1", self.torch_threads)
+        check_field(self.trajectory_cuts in ("time_horizon", "segment"), s, "trajectory_cuts",
+               "'time_horizon' or 'segment'", self.trajectory_cuts)
+
+    def resolve_segment_steps(self, behavior: BehaviorConfig) -> int:
+        """segment_steps, or its default: PPO buffer_size / num_actors (rounded up); DDPG 256."""
+        if self.segment_steps is not None:
+            return self.segment_steps
+        if behavior.trainer_type == "ppo":
+            return -(-behavior.hyperparameters.buffer_size // self.num_actors)
+        return 256
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A whole run: the resolved form of one YAML file plus command-line overrides."""
+
+    behaviors: FrozenMap = field(default_factory=FrozenMap)
+    """Behavior name -> BehaviorConfig (default_settings already merged in)."""
+    default_settings: BehaviorConfig | None = None
+    """Settings for behaviors not listed in behaviors (None: such behaviors are an error)."""
+    env_settings: EnvConfig = field(default_factory=EnvConfig)
+    """Build and its supervision."""
+    engine_settings: EngineConfig = field(default_factory=EngineConfig)
+    """Engine configuration sent to the builds."""
+    environment_parameters: FrozenMap = field(default_factory=FrozenMap)
+    """Parameter name -> EnvironmentParameter, sent through the environment parameters channel."""
+    checkpoint_settings: CheckpointConfig = field(default_factory=CheckpointConfig)
+    """Run folder, resume and force."""
+    torch_settings: TorchConfig = field(default_factory=TorchConfig)
+    """Learner device."""
+    debug: bool = False
+    """Verbose logging."""
+    unity_rl: UnityRLConfig = field(default_factory=UnityRLConfig)
+    """Collection and distribution (ours)."""
+    source: str | None = field(default=None, compare=False)
+    """The YAML file this was loaded from (None when built in code); used in error messages."""
+
+    def __post_init__(self) -> None:
+        for name in ("behaviors", "environment_parameters"):
+            if not isinstance(getattr(self, name), FrozenMap):
+                object.__setattr__(self, name, FrozenMap(getattr(self, name)))
+
+    def launch_settings(self, log_dir: str | None = None):
+        """The ``LaunchSettings`` every build of this run starts with (worker 0 first)."""
+        from unity_rl.envs.launcher import LaunchSettings
+
+        env, engine = self.env_settings, self.engine_settings
+        if env.env_path is None:
+            raise ValueError("env_settings.env_path (--env) is required: the path of a Unity "
+                             "build (connecting to the Unity Editor is not supported)")
+        return LaunchSettings(
+            env_path=str(env.env_path), base_port=env.base_port, no_graphics=engine.no_graphics,
+            no_graphics_monitor=engine.no_graphics_monitor, time_scale=float(engine.time_scale),
+            width=engine.width, height=engine.height, quality_level=engine.quality_level,
+            target_frame_rate=engine.target_frame_rate,
+            capture_frame_rate=engine.capture_frame_rate, num_areas=env.num_areas,
+            env_args=tuple(env.env_args or ()), timeout_wait=float(env.timeout_wait),
+            step_timeout=float(env.timeout_wait), log_dir=log_dir,
+            env_parameters=tuple(self.environment_parameters.items()))

@@ -1,0 +1,108 @@
+"""From a ``RunConfig`` to the run's pieces, and the one place where they are wired.
+
+- ``training_sections`` / ``make_algorithms``: the config sections a run trains (after
+  ``unity_rl.behavior``) and one ``Algorithm`` per section (``runtime/algorithm.py``);
+- ``actor_specs``: one ``ActorSpec`` per actor: its builds (``env_settings.num_envs`` split as
+  evenly as possible over ``num_actors``; build i of the run is worker i, on port
+  ``base_port + i``), the run's ``LaunchSettings`` and every section's ``BehaviorPlan``;
+- ``wire``: mode x backend, chosen here and nowhere else.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from unity_rl.config import BehaviorConfig, ConfigError, RunConfig
+from unity_rl.envs.behavior import ALL_BEHAVIORS
+from unity_rl.runtime.actor import ActorSpec, StreamSettings
+from unity_rl.runtime.algorithm import Algorithm, make_algorithm
+from unity_rl.runtime.backend import ActorBackend, make_backend
+from unity_rl.runtime.runners import make_runner
+
+DEFAULT_SECTION = "default_settings"
+
+
+
+def training_sections(cfg: RunConfig) -> tuple[dict[str, BehaviorConfig], BehaviorConfig | None]:
+    """(config sections trained, default settings or None), after ``unity_rl.behavior``."""
+    only = cfg.unity_rl.behavior
+    if only is None:
+        if not cfg.behaviors and cfg.default_settings is None:
+            raise ConfigError(cfg.source or "<config>", None, "behaviors",
+                              "no behavior settings: add behaviors.<Name> or default_settings")
+        return dict(cfg.behaviors), cfg.default_settings
+    for name in (only, only.split("?", 1)[0]):
+        if name in cfg.behaviors:
+            return {name: cfg.behaviors[name]}, None
+    if cfg.default_settings is not None:
+        return {only: cfg.default_settings}, None
+    raise ConfigError(cfg.source or "<config>", "behaviors", only.split("?", 1)[0],
+                      f"--behavior {only}: the config has no settings for it (sections: "
+                      f"{sorted(cfg.behaviors) or 'none'}) and no default_settings")
+
+
+def make_algorithms(cfg: RunConfig) -> tuple[dict[str, Algorithm], Algorithm | None]:
+    """One ``Algorithm`` per trained config section (and one for default_settings)."""
+    sections, default = training_sections(cfg)
+    algorithms = {name: make_algorithm(cfg, name, settings) for name, settings in sections.items()}
+    return algorithms, (make_algorithm(cfg, DEFAULT_SECTION, default) if default else None)
+
+
+def split_builds(num_builds: int, num_actors: int) -> list[tuple[int, int]]:
+    """(first worker id, builds) per actor: ``num_builds`` split as evenly as possible."""
+    if num_actors > num_builds:
+        raise ValueError(f"unity_rl.num_actors ({num_actors}) is larger than env_settings.num_envs "
+                         f"({num_builds}): every actor needs at least one build")
+    out, start = [], 0
+    for k in range(num_actors):
+        count = num_builds // num_actors + (1 if k < num_builds % num_actors else 0)
+        out.append((start, count))
+        start += count
+    return out
+
+
+def actor_specs(cfg: RunConfig, algorithms: dict[str, Algorithm], default: Algorithm | None,
+                log_dir: Path, seed: int, start_steps: int = 0,
+                actor_env_args: Sequence[Sequence[str]] | None = None) -> list[ActorSpec]:
+    """One ``ActorSpec`` per actor of the run (pickles; backend-independent)."""
+    env, rl = cfg.env_settings, cfg.unity_rl
+    if env.env_path is None:
+        raise ValueError("env_settings.env_path (--env) is required: the path of a Unity build")
+    if actor_env_args is not None and len(actor_env_args) != rl.num_actors:
+        raise ValueError(f"actor_env_args has {len(actor_env_args)} entries for "
+                         f"{rl.num_actors} actors")
+    launch = cfg.launch_settings(str(log_dir))
+    plans = tuple((name, algorithm.plan()) for name, algorithm in algorithms.items())
+    default_plan = default.plan() if default is not None else None
+    behaviors = (rl.behavior,) if rl.behavior is not None else (ALL_BEHAVIORS,)
+    specs = []
+    for k, (first_worker, count) in enumerate(split_builds(env.num_envs, rl.num_actors)):
+        extra = tuple(actor_env_args[k]) if actor_env_args is not None else ()
+        stream = StreamSettings(
+            env_path=str(env.env_path), num_builds=count, worker_id_start=first_worker,
+            seed=seed + first_worker, behaviors=behaviors,
+            other_behaviors="zeros" if rl.behavior is not None else "error",
+            launch=launch.replace_args(extra),
+            restart_quota=(env.max_lifetime_restarts, env.restarts_rate_limit_n,
+                           float(env.restarts_rate_limit_period_s)))
+        policy_seed = int(np.random.SeedSequence([seed, k, start_steps]).generate_state(1)[0])
+        specs.append(ActorSpec(
+            actor_id=k, stream=stream, plans=plans, default_plan=default_plan,
+            wait_for_new_weights=(rl.mode == "sync"), seed=policy_seed, torch_threads=1))
+    return specs
+
+
+def wire(cfg: RunConfig, specs: list[ActorSpec]) -> tuple[ActorBackend, Any]:
+    """The one place where mode x backend are chosen: returns (backend, runner factory)."""
+    rl = cfg.unity_rl
+    options: dict[str, Any] = {"max_restarts": rl.max_actor_restarts}
+    if rl.backend == "ray":
+        options.update(address=rl.ray_address, num_cpus_per_actor=rl.num_cpus_per_actor)
+    backend = make_backend(rl.backend, specs, **options)
+
+    def runner_for(hosts):
+        return make_runner(rl.mode, backend, hosts)  # mode: sync | async
+
+    return backend, runner_for
