@@ -1,68 +1,55 @@
-"""Agent-steps/s of a raw mlagents-envs loop vs UnityVecEnv on the same stand-in build.
+"""Agent-steps/s of the stock mlagents-envs loop vs UnityVecEnv on the same stand-in build.
 
-(a) raw: one ``UnityEnvironment`` per build, stepped one after the other with random actions
-    (get_steps -> set_actions -> step), as a hand-written mlagents-envs loop does;
-(b) UnityVecEnv over the same number of builds with random actions.
-Agent-steps = agent decisions received. Both run side by side in one invocation, for 1, 2 and 4
-builds, alternating (a) and (b) ``--repeats`` times; the table shows medians and the ratio b/a.
+(a) stock: ``benchmarks/stock_loop.py`` in a venv of its own with mlagents-envs 1.1.0 as its
+    authors pinned it (protobuf 3.20.3, pure-Python parsing; ``benchmarks/stock_venv.sh``
+    makes it): one ``UnityEnvironment`` per build, stepped one after the other with random
+    actions (get_steps -> set_actions -> step), as a hand-written mlagents-envs loop does;
+(b) UnityVecEnv (this venv: protobuf upb + unity_rl's step codec) over the same number of
+    builds, random actions;
+(c) the stand-in's ceiling: one build driven by a no-op client that answers every message at
+    once (``standin_throughput.run_raw``), agent-steps/s counted from its messages.
+Agent-steps = agent decisions received. (a) and (b) alternate ``--repeats`` times per build
+count; the table shows medians and the ratios b/a and b/c (c: one build).
 
     .venv/bin/python benchmarks/env_throughput.py [--seconds 8] [--builds 1 2 4]
+        [--stock-python PATH]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import platform
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
-from mlagents_envs.environment import UnityEnvironment  # noqa: E402
-from mlagents_envs.side_channel.engine_configuration_channel import (  # noqa: E402
-    EngineConfigurationChannel,
-)
+import google.protobuf  # noqa: E402
+from google.protobuf.internal import api_implementation  # noqa: E402
 
 from unity_rl import UnityVecEnv  # noqa: E402
 from unity_rl.envs.ports import find_free_port_block  # noqa: E402
 
 ENV = str(REPO / "unity_builds" / "3DBall")
+# The canned zero actions of the ceiling's no-op client: 12 agents, 2 continuous actions.
+CEILING_BEHAVIORS = {"3DBall?team=0": (12, 2, 0)}
 
 
-def raw_loop(num_builds: int, seconds: float, base_port: int) -> float:
-    envs = []
-    try:
-        for i in range(num_builds):
-            engine = EngineConfigurationChannel()
-            engine.set_configuration_parameters(time_scale=20.0)
-            envs.append(UnityEnvironment(ENV, worker_id=i, base_port=base_port, seed=i,
-                                         no_graphics=True, side_channels=[engine]))
-        for env in envs:
-            env.reset()
-        name = next(iter(envs[0].behavior_specs))
-        spec = envs[0].behavior_specs[name]
-        rng = np.random.default_rng(0)
-        steps, start = 0, time.perf_counter()
-        while time.perf_counter() - start < seconds:
-            for env in envs:
-                decisions, _ = env.get_steps(name)
-                n = len(decisions)
-                steps += n
-                action = spec.action_spec.empty_action(n)
-                action.add_continuous(rng.uniform(-1, 1, (n, spec.action_spec.continuous_size))
-                                      .astype(np.float32))
-                env.set_actions(name, action)
-                env.step()
-        return steps / (time.perf_counter() - start)
-    finally:
-        for env in envs:
-            env.close()
+def stock_loop(python: str, num_builds: int, seconds: float, base_port: int) -> dict:
+    out = subprocess.run(
+        [python, str(REPO / "benchmarks" / "stock_loop.py"), ENV, str(num_builds),
+         str(seconds), str(base_port)],
+        capture_output=True, text=True, timeout=seconds + 120, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"stock loop failed: {out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def vec_env_loop(num_builds: int, seconds: float, base_port: int) -> float:
@@ -76,32 +63,72 @@ def vec_env_loop(num_builds: int, seconds: float, base_port: int) -> float:
         return steps / (time.perf_counter() - start)
 
 
+def ceiling(seconds: float) -> float:
+    from standin_throughput import run_raw
+
+    stats = run_raw("3DBall", [], CEILING_BEHAVIORS, seconds, count_decisions=True)
+    return stats["agent_steps"] / stats["wall_s"]
+
+
+def _port(n: int) -> int:
+    return find_free_port_block(n, 31000 + (os.getpid() * 13 + int(time.time())) % 5000)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=8.0, help="timed seconds per run")
     parser.add_argument("--repeats", type=int, default=3, help="alternating runs per case")
     parser.add_argument("--builds", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--stock-python", default=None,
+                        help="python of the stock venv (default: made by stock_venv.sh)")
     parser.add_argument("--output", default=str(REPO / "benchmarks/results/env_throughput.json"))
     args = parser.parse_args()
+    stock_python = args.stock_python or subprocess.run(
+        ["bash", str(REPO / "benchmarks" / "stock_venv.sh")], capture_output=True, text=True,
+        check=True).stdout.strip().splitlines()[-1]
+    stock_info: dict = {}
+    ceilings = []
     rows = []
     for n in args.builds:
         raw, vec = [], []
         for _ in range(args.repeats):
-            raw.append(raw_loop(n, args.seconds, find_free_port_block(n, 31000 + os.getpid() % 5000)))
-            vec.append(vec_env_loop(n, args.seconds, find_free_port_block(n, 31000 + os.getpid() % 5000)))
+            result = stock_loop(stock_python, n, args.seconds, _port(n))
+            raw.append(result.pop("agent_steps_per_s"))
+            stock_info = result
+            vec.append(vec_env_loop(n, args.seconds, _port(n)))
+            if n == 1:
+                ceilings.append(ceiling(args.seconds))
         rows.append({"builds": n, "raw_agent_steps_per_s": statistics.median(raw),
                      "vec_env_agent_steps_per_s": statistics.median(vec),
                      "ratio": statistics.median(vec) / statistics.median(raw),
                      "raw_runs": raw, "vec_env_runs": vec})
-    print(f"{'builds':>6} {'raw mlagents (a)':>18} {'UnityVecEnv (b)':>16} {'b/a':>6}")
+    ceiling_rate = statistics.median(ceilings) if ceilings else None
     for r in rows:
-        print(f"{r['builds']:>6} {r['raw_agent_steps_per_s']:>18.0f} "
-              f"{r['vec_env_agent_steps_per_s']:>16.0f} {r['ratio']:>6.2f}")
+        if r["builds"] == 1 and ceiling_rate:
+            r["fraction_of_ceiling"] = r["vec_env_agent_steps_per_s"] / ceiling_rate
+    print(f"stock loop: protobuf {stock_info.get('protobuf')} ({stock_info.get('protobuf_backend')})"
+          f"; UnityVecEnv: protobuf {google.protobuf.__version__} ({api_implementation.Type()})")
+    if ceiling_rate:
+        print(f"stand-in ceiling (no-op client, 1 build): {ceiling_rate:.0f} agent-steps/s "
+              f"(runs: {', '.join(f'{c:.0f}' for c in ceilings)})")
+    print(f"{'builds':>6} {'stock mlagents (a)':>19} {'UnityVecEnv (b)':>16} {'b/a':>6} "
+          f"{'b/ceiling':>10}")
+    for r in rows:
+        frac = r.get("fraction_of_ceiling")
+        print(f"{r['builds']:>6} {r['raw_agent_steps_per_s']:>19.0f} "
+              f"{r['vec_env_agent_steps_per_s']:>16.0f} {r['ratio']:>6.2f} "
+              f"{'' if frac is None else f'{frac:.2f}':>10}")
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"benchmark": "env_throughput", "seconds": args.seconds,
-                               "repeats": args.repeats, "cpu_count": os.cpu_count(),
-                               "rows": rows}, indent=2))
+    out.write_text(json.dumps({
+        "benchmark": "env_throughput", "seconds": args.seconds, "repeats": args.repeats,
+        "cpu_count": os.cpu_count(), "python": platform.python_version(),
+        "load_avg_1m_at_end": os.getloadavg()[0],
+        "stock": stock_info,
+        "vec_env": {"protobuf": google.protobuf.__version__,
+                    "protobuf_backend": api_implementation.Type()},
+        "ceiling_agent_steps_per_s": ceiling_rate, "ceiling_runs": ceilings,
+        "rows": rows}, indent=2))
     print(f"wrote {out}")
 
 

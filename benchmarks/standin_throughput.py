@@ -5,8 +5,8 @@ Two clients drive a stand-in player for a fixed wall-clock time:
 * ``raw``: a minimal gRPC server that answers every message at once with a canned reply (zero
   actions) — the player's own speed, what a fast trainer would see;
 * ``mlagents``: the real ``mlagents_envs.environment.UnityEnvironment`` in a plain loop
-  (``step()`` with empty actions, or random ones with ``--random``) — end to end, including the
-  pure-Python protobuf parsing on the trainer side.
+  (``step()`` with empty actions, or random ones with ``--random``) — end to end, including
+  mlagents-envs' message handling on the trainer side (with this venv's protobuf: upb).
 
 Academy steps, messages and the player's CPU time after the handshake come from its log (last line);
 "steps/cpu-s" is academy steps per second of player CPU, i.e. the rate one core could sustain.
@@ -109,14 +109,28 @@ def _canned_replies(behaviors: dict) -> tuple[bytes, bytes, bytes, bytes]:
     )
 
 
-def run_raw(build: str, args: list[str], behaviors: dict, seconds: float) -> dict:
-    """A do-nothing trainer: answers each message at once with zero actions."""
+def _count_decisions(request: bytes) -> int:
+    """Agent infos that request a decision (not done) in a UnityMessageProto."""
+    from mlagents_envs.communicator_objects.unity_message_pb2 import UnityMessageProto
+
+    infos = UnityMessageProto.FromString(request).unity_output.rl_output.agentInfos
+    return sum(1 for lst in infos.values() for info in lst.value if not info.done)
+
+
+def run_raw(build: str, args: list[str], behaviors: dict, seconds: float,
+            count_decisions: bool = False) -> dict:
+    """A do-nothing trainer: answers each message at once with zero actions.
+
+    ``count_decisions``: also count the agent infos that request decisions (agent-steps, what
+    ``env_throughput.py`` reports), parsing each message with protobuf (upb: microseconds)."""
     hello, reset, step, close = _canned_replies(behaviors)
-    state = {"calls": 0, "stop": False, "t0": None}
+    state = {"calls": 0, "stop": False, "t0": None, "decisions": 0}
     done = threading.Event()
 
     def exchange(request: bytes, context) -> bytes:
         state["calls"] += 1
+        if count_decisions and state["calls"] > 2 and not done.is_set():
+            state["decisions"] += _count_decisions(request)
         if state["calls"] == 1:
             return hello
         if state["calls"] == 2:
@@ -157,6 +171,8 @@ def run_raw(build: str, args: list[str], behaviors: dict, seconds: float) -> dic
             server.stop(0)
         stats = _player_stats(log)
     stats["wall_s"] = state["t1"] - state["t0"]
+    if count_decisions:
+        stats["agent_steps"] = state["decisions"]
     return stats
 
 

@@ -7,6 +7,12 @@ light sub-packages (the stand-in builds) start fast.
 import importlib
 import os
 
+from unity_rl.envs import protocol as _protocol
+
+# mlagents-envs' protobuf message modules, built for the installed protobuf (upb): must precede
+# any import of mlagents_envs.communicator_objects (see unity_rl/envs/protocol.py).
+_protocol.install()
+
 # gRPC prints "Got goaway" noise whenever a build closes unless told otherwise.
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 

@@ -12,16 +12,22 @@ its communicator:
    hands the parsed message over an in-process queue instead; each arrival also notifies an
    optional listener (``BuildSet`` waits on one queue for all its builds, with no busy polling).
 
-3. **Compression types.** Which observations of each behavior travel PNG-compressed
+3. **The step codec.** Step messages are parsed by protobuf's C parser (upb: mlagents-envs'
+   message modules are rebuilt for it by ``envs/protocol.py``) and turned into
+   ``DecisionSteps``/``TerminalSteps`` by ``protocol.steps_from_agent_infos``; step actions are
+   written as bytes by ``protocol.encode_step_input``. Both give what mlagents-envs'
+   ``steps_from_proto``/``_generate_step_input`` give (``tests/envs/test_protocol.py``).
+
+4. **Compression types.** Which observations of each behavior travel PNG-compressed
    (``ObservationProto.compression_type``) is read from the messages that announce a behavior
    and exposed as ``png_observations`` (mlagents-envs decodes PNG and uncompressed observations
    to the same float arrays and forgets which was which).
 
-Launch, handshake content, side channels, message parsing and close are mlagents-envs' own code.
+Launch, handshake content, side channels, behavior specs, resets and close are mlagents-envs' own
+code.
 It relies on private members of ``UnityEnvironment`` (pinned at ==1.1.0): ``_communicator``,
-``_env_actions``, ``_env_specs``, ``_env_state``, ``_generate_step_input``,
-``_generate_reset_input``, ``_update_behavior_specs``, ``_update_state``, ``_poll_process``.
-A faster protocol path replaces this module and nothing else.
+``_env_actions``, ``_env_specs``, ``_env_state``, ``_generate_reset_input``, ``_update_behavior_specs``, ``_update_state``, ``_poll_process``,
+``_side_channel_manager``.
 """
 from __future__ import annotations
 
@@ -31,6 +37,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional
 
 import grpc
+
+from unity_rl.envs import protocol
+
+protocol.install()  # before mlagents-envs' message modules (unity_rl/__init__ did it already)
+
+from mlagents_envs.base_env import DecisionSteps, TerminalSteps  # noqa: E402
 from mlagents_envs.communicator_objects.observation_pb2 import PNG
 from mlagents_envs.communicator_objects.unity_input_pb2 import UnityInputProto
 from mlagents_envs.communicator_objects.unity_message_pb2 import UnityMessageProto
@@ -49,6 +61,8 @@ from mlagents_envs.rpc_communicator import RpcCommunicator
 
 # How often a wait on a build re-checks that its process is alive (seconds).
 PROCESS_POLL_INTERVAL = 0.5
+# UnityMessageProto.header with status 200, serialized.
+_HEADER_OK = protocol.len_field(1, b"\x08" + protocol.varint(200))
 
 
 class _QueueServicer(UnityToExternalProtoServicer):
@@ -130,6 +144,11 @@ class QueueCommunicator(RpcCommunicator):
         message.unity_input.CopyFrom(inputs)
         self.unity_to_external.replies.put(message)
 
+    def send_bytes(self, unity_input: bytes) -> None:
+        """Sends a serialized UnityInputProto (status 200)."""
+        self.unity_to_external.replies.put(
+            UnityMessageProto.FromString(_HEADER_OK + protocol.len_field(3, unity_input)))
+
     def receive(self, poll_callback=None) -> Optional[UnityOutputProto]:
         self.poll_for_timeout(poll_callback)
         output = self._next_message()
@@ -198,7 +217,20 @@ class UnityBuild(UnityEnvironment):
             if name not in self._env_actions:
                 n_agents = len(self._env_state[name][0]) if name in self._env_state else 0
                 self._env_actions[name] = spec.action_spec.empty_action(n_agents)
-        self._communicator.send(self._generate_step_input(self._env_actions))
+        n_agents = {name: len(state[0]) for name, state in self._env_state.items()}
+        side_channel = bytes(self._side_channel_manager.generate_side_channel_messages())
+        self._communicator.send_bytes(
+            protocol.encode_step_input(self._env_actions, n_agents, side_channel))
+
+    def _update_state(self, output) -> None:
+        """``UnityEnvironment._update_state`` with the fast step decoder."""
+        for name, spec in self._env_specs.items():
+            if name in output.agentInfos:
+                self._env_state[name] = protocol.steps_from_agent_infos(
+                    output.agentInfos[name].value, spec)
+            else:
+                self._env_state[name] = (DecisionSteps.empty(spec), TerminalSteps.empty(spec))
+        self._side_channel_manager.process_side_channel_message(output.side_channel)
 
     def receive(self) -> None:
         """Reads the answer to the last send; afterwards ``get_steps`` reflects it."""

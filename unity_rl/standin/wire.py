@@ -1,8 +1,9 @@
 """Protobuf wire format for the stand-in player's hot path, written by hand.
 
-protobuf here is the pure-Python 3.20.3 runtime: building a ``UnityMessageProto`` with a dozen
-``AgentInfoProto`` field by field costs about a millisecond per message, more than the whole
-simulated scene. The messages a player sends every step have a fixed layout, so this module
+Written when protobuf was the pure-Python 3.20.3 runtime, where building a ``UnityMessageProto``
+with a dozen ``AgentInfoProto`` field by field cost about a millisecond per message, more than
+the whole simulated scene; under protobuf 7 (upb) field-by-field building is still slower than
+these precomputed bytes. The messages a player sends every step have a fixed layout, so this module
 writes their bytes directly (constant prefixes are computed once per observation spec) and reads
 the few fields it needs from the trainer's reply. The handshake and the brain parameters, sent
 once, still use the generated classes. ``tests/standin/test_wire.py`` checks both directions
