@@ -311,7 +311,7 @@ def _ports_of(pids) -> list[int]:
 @pytest.mark.timeout(300)
 def test_train_goes_on_after_an_actor_is_sigkilled(tmp_path, free_base_port, monkeypatch):
     from unity_rl.metrics import read_progress
-    from unity_rl.runtime import trainer
+    from unity_rl.runtime import trainer, wiring
     from unity_rl.runtime.backend import make_backend
 
     made = []
@@ -320,7 +320,7 @@ def test_train_goes_on_after_an_actor_is_sigkilled(tmp_path, free_base_port, mon
         made.append(make_backend(name, specs, **options))
         return made[-1]
 
-    monkeypatch.setattr(trainer, "make_backend", remember)
+    monkeypatch.setattr(wiring, "make_backend", remember)
     port = free_base_port(2)
     run_dir = tmp_path / "run"
     facts: dict = {}
