@@ -13,19 +13,20 @@ Contract:
 - ``agents`` is always **the agents that must get an action at the next ``step()``**: every
   agent with a pending Unity decision, nothing else. ``step(actions)`` takes exactly those
   keys;
-- between two ``step()`` calls the builds are stepped (empty Unity steps included) until some
-  agent requests a decision. Agents of one behavior must decide together: if some live agents
-  of a behavior decide and others do not, ``DecisionTimingError``. A behavior that does not
-  decide at a step (TwoBehaviors: 3DBall every 5 steps, Basic every step) is simply absent from
-  that step's dicts and from ``agents``; ``live_agents`` lists every agent whose episode is
-  running;
+- between two ``step()`` calls each build is stepped (empty Unity steps over terminal-only
+  messages included) until some agent of it requests a decision; builds are driven one by one
+  (``AgentStream.builds``), so they need not be in phase. Within one build, the live agents of
+  a behavior must decide together: if some do and others do not, ``DecisionTimingError``. A
+  behavior that does not decide at a step (TwoBehaviors: 3DBall every 5 steps, Basic every
+  step) is simply absent from that step's dicts and from ``agents``; ``live_agents`` lists every
+  agent whose episode is running;
 - an episode end is reported once, with ``terminated`` (real end) or ``truncated`` (Unity's
   interrupted, or the build restarted) and the final observation, and the agent leaves
   ``agents``. With ``revive=True`` (default), when Unity starts its next episode the agent
   comes back at the next ``step()`` with the fresh observation (reward 0). If the fresh decision
-  arrived in the same ``step()`` as the end, the next ``step()`` is a *revival step*: it does
-  not step Unity, keeps the actions it was given, and returns only the revived agents (the
-  actions of the others are sent with theirs at the following ``step()``). With
+  arrived in the same ``step()`` as the end, the next ``step()`` returns the revived agents
+  without stepping their build (it waits for their actions; the actions given for its other
+  agents are kept and sent with theirs at the following ``step()``). With
   ``revive=False`` an ended agent stays out until ``reset()`` and Unity's decisions for it get
   zero actions (nobody observes them);
 - ``infos[agent]``: ``behavior``, ``build``, ``agent_id``; ``action_mask`` (bool, True =
@@ -48,14 +49,21 @@ except ImportError as exc:  # pragma: no cover - exercised through a subprocess 
 
 from gymnasium import spaces
 
-from unity_rl.envs.agent_stream import AgentStream, StepResult
+from mlagents_envs.base_env import ActionTuple
+
+from unity_rl.envs.agent_stream import AgentStream
+from unity_rl.envs.batches import decision_batch, empty_steps, terminal_batch
 from unity_rl.envs.behavior import (
     ALL_BEHAVIORS,
+    OtherBehaviors,
+    OtherBehaviorsMode,
     observation_keys,
     short_name,
     single_action_space,
     single_observation_space,
+    to_action_tuple,
 )
+from unity_rl.envs.build_set import BuildOutput
 from unity_rl.envs.slots import DecisionTimingError
 from unity_rl.envs.types import AgentKey
 
@@ -64,8 +72,8 @@ __all__ = ["DecisionTimingError", "UnityParallelEnv"]
 MAX_EMPTY_STEPS = 100_000
 """Unity steps one ``step()`` may take without any agent requesting a decision."""
 
-_USE_STREAM = ("The PettingZoo view needs every live agent of a behavior to decide at the same "
-               "Unity step; use unity_rl.AgentStream(behaviors=...).step_all, which follows "
+_USE_STREAM = ("The PettingZoo view needs the live agents of a behavior in one build to decide "
+               "at the same Unity step; use unity_rl.AgentStream(behaviors=...).step_all, which follows "
                "each agent's own timing.")
 
 
@@ -75,56 +83,66 @@ class UnityParallelEnv(ParallelEnv):
     metadata = {"name": "unity_rl_parallel_v0", "render_modes": [], "is_parallelizable": True}
 
     def __init__(self, env_path: str, *, behaviors: Sequence[str] | str = ALL_BEHAVIORS,
-                 revive: bool = True, **stream_kwargs: Any):
-        """``stream_kwargs``: any ``AgentStream`` keyword (``num_builds``, ``base_port``,
-        ``env_args``, ``seed``, ``timeout_wait``, ``other_behaviors``, ...)."""
-        stream = AgentStream(env_path, behaviors=behaviors, **stream_kwargs)
+                 revive: bool = True, other_behaviors: OtherBehaviorsMode = "error",
+                 **stream_kwargs: Any):
+        """``stream_kwargs``: any other ``AgentStream`` keyword (``num_builds``, ``base_port``,
+        ``env_args``, ``seed``, ``timeout_wait``, ``restart_quota``, ...)."""
+        stream = AgentStream(env_path, behaviors=behaviors, other_behaviors=other_behaviors,
+                             **stream_kwargs)
         try:
-            self._attach(stream, revive)
+            self._attach(stream, revive, other_behaviors)
         except BaseException:
             stream.close()
             raise
 
     @classmethod
-    def from_stream(cls, stream: AgentStream, *, revive: bool = True) -> "UnityParallelEnv":
-        """Takes over an open stream (do not step it afterwards; ``close()`` closes it)."""
+    def from_stream(cls, stream: AgentStream, *, revive: bool = True,
+                    other_behaviors: OtherBehaviorsMode = "error") -> "UnityParallelEnv":
+        """Takes over an open stream: its builds and behavior selection (do not step the
+        stream afterwards; ``close()`` closes it)."""
         env = cls.__new__(cls)
-        env._attach(stream, revive)
+        env._attach(stream, revive, other_behaviors)
         return env
 
-    def _attach(self, stream: AgentStream, revive: bool) -> None:
+    def _attach(self, stream: AgentStream, revive: bool,
+                other_behaviors: OtherBehaviorsMode) -> None:
         self.stream = stream
+        self.builds = stream.builds
         self.revive = bool(revive)
         self.behavior_names: list[str] = list(stream.behavior_names)
+        self._specs = dict(stream.specs)
+        self._others = OtherBehaviors(other_behaviors, self.behavior_names,
+                                      "Select it with behaviors=[...] (or ALL_BEHAVIORS)")
         shorts = [short_name(n) for n in self.behavior_names]
         self._label = {n: (s if shorts.count(s) == 1 else n)
                        for n, s in zip(self.behavior_names, shorts)}
         self._by_label = {label: n for n, label in self._label.items()}
-        png = stream.builds.png_observations
-        self._obs_spaces = {n: single_observation_space(stream.specs[n], png.get(n))
+        png = self.builds.png_observations
+        self._png = {n: tuple(png.get(n, ())) or (False,) * len(self._specs[n].observation_specs)
+                     for n in self.behavior_names}
+        self._obs_spaces = {n: single_observation_space(self._specs[n], self._png[n])
                             for n in self.behavior_names}
-        self._act_spaces = {n: single_action_space(stream.specs[n].action_spec)
+        self._act_spaces = {n: single_action_space(self._specs[n].action_spec)
                             for n in self.behavior_names}
-        self._obs_keys = {n: (observation_keys(stream.specs[n])
+        self._obs_keys = {n: (observation_keys(self._specs[n])
                               if isinstance(self._obs_spaces[n], spaces.Dict) else None)
                           for n in self.behavior_names}
         self.possible_agents: list[str] = []
         self._keys: dict[str, AgentKey] = {}
-        self.agents: list[str] = []
         self._closed = False
         self._needs_reset = True
-        self._fresh_stream = True
+        self._fresh_builds = True
         self._clear()
 
     def _clear(self) -> None:
-        self.agents = []
-        self._pending: dict[str, tuple[Any, Any]] = {}     # reported, awaiting an action
-        self._unreported: dict[str, tuple[Any, Any]] = {}  # revived in the step that ended them
-        self._held: dict[str, Any] = {}                    # actions waiting for the Unity step
-        self._live: set[str] = set()                       # episode running
-        self._ended: set[str] = set()                      # ended, next decision starts anew
-        self._dead: set[str] = set()                       # revive=False: out until reset()
-        self._rows: dict[str, list[str]] = {n: [] for n in self.behavior_names}
+        self.agents: list[str] = []
+        self._pending: dict[str, Any] = {}      # reported, awaiting an action
+        self._unreported: dict[str, tuple] = {}  # revived in the step that ended them
+        self._held: dict[str, Any] = {}         # actions waiting for their build's Unity step
+        self._live: set[str] = set()            # episode running
+        self._dead: set[str] = set()            # revive=False: out until reset()
+        self._rows: list[dict[str, list[str]]] = [
+            {n: [] for n in self.behavior_names} for _ in range(self.builds.num_builds)]
         self._last_obs: dict[str, Any] = {}
         self._return: dict[str, float] = defaultdict(float)
         self._length: dict[str, int] = defaultdict(int)
@@ -160,18 +178,19 @@ class UnityParallelEnv(ParallelEnv):
     def reset(self, seed: int | None = None, options: dict | None = None):
         """Unity's RESET for every build (every agent starts an episode; no ends reported).
         ``seed``: ML-Agents takes a seed only at launch, so a seed relaunches the builds with
-        seeds ``seed + i`` (not right after construction with the same seed). ``options`` is
-        ignored. Returns ``(observations, infos)`` of the agents that decide first."""
+        seeds ``seed + i`` (not right after construction with the construction seed).
+        ``options`` is ignored. Returns ``(observations, infos)`` of the agents that decide
+        first (after a RESET: all of them)."""
         self._check_open()
-        if seed is not None and not (self._fresh_stream and seed == self.stream.builds.seed):
-            if self._fresh_stream:
-                self.stream.reset_all()  # consume the stream's first result (old builds)
-            self.stream.builds.relaunch_all(seed)
-        self._fresh_stream = False
+        if seed is not None and not (self._fresh_builds and seed == self.builds.seed):
+            self.builds.relaunch_all(seed)
+        self._fresh_builds = False
+        self._needs_reset = True
         self._clear()
-        out = _Out()
-        self._process(self.stream.reset_all(), out, set())
-        self._advance(out, set())
+        out, ended_now = _Out(), set()
+        for output in self.builds.reset():
+            self._process(output, out, ended_now)
+        self._advance(out, ended_now)
         self._needs_reset = False
         return out.obs, out.infos
 
@@ -191,19 +210,11 @@ class UnityParallelEnv(ParallelEnv):
         for agent, action in actions.items():
             self._held[agent] = action
             self._length[agent] += 1
-        out = _Out()
         self._pending = {}
-        if self._unreported:  # revival step: no Unity step, the held actions wait
-            for agent, (obs, mask) in self._unreported.items():
-                self._report_decision(out, agent, obs, mask, 0.0)
-            self._unreported = {}
-            self.agents = list(self._pending)
-            return out.as_tuple()
-        if not self.revive and not self._live:
-            self.agents = []
-            return out.as_tuple()  # revive=False and every agent is out: nothing to step
-        ended_now: set[str] = set()
-        self._process(self.stream.step_all(self._actions_for_unity()), out, ended_now)
+        out, ended_now = _Out(), set()
+        revived, self._unreported = self._unreported, {}
+        for agent, (obs, mask) in revived.items():  # their builds wait for their actions
+            self._report_decision(out, agent, obs, mask, 0.0)
         self._advance(out, ended_now)
         return out.as_tuple()
 
@@ -223,60 +234,73 @@ class UnityParallelEnv(ParallelEnv):
         if self._closed:
             raise RuntimeError("the env is closed")
 
+    def _waits(self, b: int) -> bool:
+        """Build b is not stepped now: some agent of it must get an action from the user, or
+        (revive=False) none of its agents is in an episode any more."""
+        for rows in self._rows[b].values():
+            if any(a in self._pending or a in self._unreported for a in rows):
+                return True
+        return not self.revive and not any(self._keys[a].build == b for a in self._live)
+
     def _advance(self, out: "_Out", ended_now: set[str]) -> None:
-        """Steps the builds with no actions (only zeros for revive=False agents) until some
-        agent needs an action, then checks that each behavior's live agents decide together."""
+        """Steps every build that does not wait (with the held actions, zeros for
+        revive=False agents, nothing in empty steps) until each waits; then checks that the
+        live agents of each behavior of a build decide together."""
         for _ in range(MAX_EMPTY_STEPS):
-            if self._pending or self._unreported:
+            to_step = [b for b in range(self.builds.num_builds) if not self._waits(b)]
+            if not to_step:
                 break
-            if not self.revive and not self._live:
-                break  # every agent is out until reset()
-            self._process(self.stream.step_all(self._actions_for_unity()), out, ended_now)
+            for b in to_step:
+                self.builds.send_step(b, self._actions_for_unity(b))
+            for output in self.builds.receive(to_step):
+                self._process(output, out, ended_now)
         else:
             raise RuntimeError(f"no agent requested a decision in {MAX_EMPTY_STEPS} Unity steps")
         self._check_alignment()
         self.agents = list(self._pending)
 
-    def _actions_for_unity(self) -> dict[str, Any]:
+    def _actions_for_unity(self, b: int) -> dict[str, ActionTuple]:
         actions = {}
-        for name, rows in self._rows.items():
+        for name, rows in self._rows[b].items():
             if not rows:
                 continue
             chosen = []
             for agent in rows:
                 if agent in self._held:
-                    chosen.append(self._held[agent])
+                    chosen.append(self._held.pop(agent))
                 elif agent in self._dead:
                     chosen.append(_zero_action(self._act_spaces[name]))
                 else:  # pragma: no cover - bookkeeping invariant
                     raise RuntimeError(f"internal error: no action for pending agent {agent}")
-            actions[name] = _stack_actions(chosen)
-        self._held = {}
+            actions[name] = to_action_tuple(_stack_actions(chosen), self._specs[name].action_spec)
         return actions
 
-    def _process(self, results: Mapping[str, StepResult], out: "_Out",
-                 ended_now: set[str]) -> None:
+    def _process(self, output: BuildOutput, out: "_Out", ended_now: set[str]) -> None:
+        """Records one build's message: episode ends, then decisions."""
+        b, restarted = output.build, output.restarted
+        self._others.check(b, output.steps)
+        if restarted is not None:  # the old process's agents: their episodes are cut
+            for agent in [a for a in self.possible_agents
+                          if a in self._live and self._keys[a].build == b]:
+                self._end(out, agent, self._last_obs.get(agent), 0.0, True, restarted)
+                ended_now.add(agent)
+            for agent in [a for a in self._held if self._keys[a].build == b]:
+                del self._held[agent]
         for name in self.behavior_names:
-            result = results[name]
-            restarted = result.restarted
-            for i, key in enumerate(result.terminals.keys):
+            spec = self._specs[name]
+            dec_steps, term_steps = output.steps.get(name) or empty_steps(spec)
+            term = terminal_batch(b, name, term_steps, self._png[name])
+            for i, key in enumerate(term.keys):
                 agent = self.agent_name(key)
                 if agent not in self._live:
                     continue  # revive=False agent ending again, or an agent never seen
-                obs = self._row_obs(name, result.terminals.obs, i)
-                self._end(out, agent, obs, float(result.terminals.reward[i]),
-                          bool(result.terminals.interrupted[i]), restarted.get(key.build))
+                self._end(out, agent, self._row_obs(name, term.obs, i), float(term.reward[i]),
+                          bool(term.interrupted[i]), None)
                 ended_now.add(agent)
-            for agent in sorted(self._live):  # restarted build: cut what was not reported
-                key = self._keys[agent]
-                if key.behavior == name and key.build in restarted:
-                    self._end(out, agent, self._last_obs.get(agent), 0.0, True,
-                              restarted[key.build])
-                    ended_now.add(agent)
-            dec = result.decisions
-            self._rows[name] = [self.agent_name(k) for k in dec.keys]
+            dec = decision_batch(b, name, dec_steps, spec, self._png[name])
+            self._rows[b][name] = [self.agent_name(k) for k in dec.keys]
             for i, key in enumerate(dec.keys):
-                agent = self._rows[name][i]
+                agent = self._rows[b][name][i]
                 if agent in self._dead:
                     continue  # gets zeros
                 if agent not in self._keys:
@@ -285,14 +309,13 @@ class UnityParallelEnv(ParallelEnv):
                 obs = self._row_obs(name, dec.obs, i)
                 mask = None if dec.action_mask is None else dec.action_mask[i]
                 reward = float(dec.reward[i])
-                if agent not in self._live:  # first decision of an episode
+                if agent not in self._live:  # first decision of an episode: no reward yet
                     self._live.add(agent)
-                    self._ended.discard(agent)
                     self._return[agent], self._length[agent] = 0.0, 0
                     reward = 0.0
                 self._last_obs[agent] = obs
                 if agent in ended_now:
-                    self._unreported[agent] = (obs, mask)
+                    self._unreported[agent] = (obs, mask)  # reported at the next step
                 else:
                     self._report_decision(out, agent, obs, mask, reward)
 
@@ -310,8 +333,8 @@ class UnityParallelEnv(ParallelEnv):
         out.infos[agent] = info
         self._live.discard(agent)
         self._pending.pop(agent, None)
-        self._unreported.pop(agent, None)
-        (self._ended if self.revive else self._dead).add(agent)
+        if not self.revive:
+            self._dead.add(agent)
 
     def _report_decision(self, out: "_Out", agent: str, obs, mask, reward: float) -> None:
         self._return[agent] += reward
@@ -323,7 +346,7 @@ class UnityParallelEnv(ParallelEnv):
         if mask is not None:
             info["action_mask"] = mask
         out.infos[agent] = info
-        self._pending[agent] = (obs, mask)
+        self._pending[agent] = None
 
     def _base_info(self, agent: str) -> dict:
         key = self._keys[agent]
@@ -336,18 +359,20 @@ class UnityParallelEnv(ParallelEnv):
         return {k: o[i] for k, o in zip(keys, obs)}
 
     def _check_alignment(self) -> None:
-        deciding: dict[str, set[str]] = defaultdict(set)
-        for agent in list(self._pending) + list(self._unreported):
-            deciding[self._keys[agent].behavior].add(agent)
-        for name, agents in deciding.items():
-            waiting = sorted(a for a in self._live
-                             if self._keys[a].behavior == name and a not in agents)
+        """Within one build, the live agents of a behavior decide together or not at all."""
+        deciding: dict[tuple[int, str], set[str]] = defaultdict(set)
+        for agent in [*self._pending, *self._unreported, *self._held]:
+            key = self._keys[agent]
+            deciding[key.build, key.behavior].add(agent)
+        for (b, name), agents in deciding.items():
+            waiting = sorted(a for a in self._live if a not in agents
+                             and self._keys[a].build == b and self._keys[a].behavior == name)
             if waiting:
                 raise DecisionTimingError(
-                    f"Agents of behavior '{name}' decide at different Unity steps: "
-                    f"{sorted(agents)[:5]} request a decision now, {waiting[:5]} (alive) do "
-                    f"not (mixed decision periods, an agent that vanished without ending, or "
-                    f"a build restarted alone and now out of phase). {_USE_STREAM}")
+                    f"Agents of behavior '{name}' in build {b} decide at different Unity "
+                    f"steps: {sorted(agents)[:5]} request a decision now, {waiting[:5]} "
+                    f"(in an episode) do not (mixed decision periods, or an agent that "
+                    f"vanished without ending). {_USE_STREAM}")
 
 
 class _Out:
