@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-EXTRAS=${UNITY_RL_EXTRAS:-dev,ray,replay}
+EXTRAS=${UNITY_RL_EXTRAS:-dev,ray,replay,pettingzoo}
 VENV=${UNITY_RL_VENV:-.venv}
 stamp=$VENV/.unity_rl_setup
 want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1) $EXTRAS"
