@@ -333,7 +333,7 @@ def main(argv=None) -> None:
                  f"or point --mlagents-venv at an existing one.")
     notes = ["wall s = event wall_time - process start (Popen): build start-up included",
              "agent-steps/s = step of the last summary window / seconds from process start",
-             "windows: mlagents-learn one per summary_freq, unity-rl one per update"]
+             "windows: both tools write one per summary_freq (unity-rl at the first update past it)"]
     if args.seeds == 1:
         notes.append("1 seed per tool: the 'medians' are single runs")
     if args.max_steps is not None:
