@@ -67,3 +67,44 @@ def assert_gone(pids, timeout: float = 15.0) -> None:
             continue
     _, alive = psutil.wait_procs(procs, timeout=timeout)
     assert [p for p in alive if p.status() != psutil.STATUS_ZOMBIE] == []
+
+
+class RandomKiller:
+    """A thread that SIGKILLs one of ``backend``'s actors ``kills`` times, each after a random
+    pause, waiting for the backend to re-create it before the next kill."""
+
+    def __init__(self, backend, rng, kills: int, pause: tuple[float, float],
+                 restart_timeout: float = 60.0):
+        import threading
+
+        self.backend, self.rng, self.kills, self.pause = backend, rng, kills, pause
+        self.restart_timeout = restart_timeout
+        self.killed: list[int] = []
+        self.errors: list[str] = []
+        self.thread = threading.Thread(target=self._run, daemon=True, name="killer")
+
+    def start(self) -> "RandomKiller":
+        self.thread.start()
+        return self
+
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def _run(self) -> None:
+        import os
+        import signal
+        import time
+
+        try:
+            for i in range(self.kills):
+                time.sleep(self.rng.uniform(*self.pause))
+                pids = self.backend.actor_pids()
+                pid = pids[self.rng.randrange(len(pids))]
+                os.kill(pid, signal.SIGKILL)
+                self.killed.append(pid)
+                deadline = time.monotonic() + self.restart_timeout
+                while self.backend.restarts < i + 1:
+                    assert time.monotonic() < deadline, f"restart {i + 1} never came"
+                    time.sleep(0.05)
+        except BaseException as err:  # noqa: BLE001 - reported by the test's main thread
+            self.errors.append(repr(err))

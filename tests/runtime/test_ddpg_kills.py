@@ -4,17 +4,14 @@ the local backend re-creates the actor, the buffer recovers its lock, the learne
 from __future__ import annotations
 
 import functools
-import os
 import random
-import signal
-import threading
 import time
 
 import numpy as np
 import pytest
 
 from tests.runtime.fakes import BEHAVIOR, FakeStream
-from tests.runtime.helpers import assert_gone, live_descendants
+from tests.runtime.helpers import RandomKiller, assert_gone, live_descendants
 from unity_rl.algos.ddpg import DDPGConfig, DDPGLearner
 from unity_rl.algos.nets import NetworkConfig
 from unity_rl.algos.replay import SharedReplayBuffer
@@ -50,27 +47,10 @@ def test_apex_survives_20_actor_kills_at_random_times():
         host = DDPGHost(learner, replay, num_actors=2, replay_handle=replay.handle())
         runner = AsyncRunner(backend, {BEHAVIOR: host})
         runner.start()
-        killed, errors = [], []
-
-        def killer() -> None:
-            try:
-                for i in range(KILLS):
-                    time.sleep(rng.uniform(0.05, 0.6))
-                    pid = backend.actor_pids()[rng.randrange(2)]
-                    os.kill(pid, signal.SIGKILL)
-                    killed.append(pid)
-                    deadline = time.monotonic() + 60
-                    while backend.restarts < i + 1:
-                        assert time.monotonic() < deadline, f"restart {i + 1} never came"
-                        time.sleep(0.05)
-            except BaseException as err:  # noqa: BLE001 - reported by the main thread
-                errors.append(repr(err))
-
-        thread = threading.Thread(target=killer, daemon=True)
-        thread.start()
-        while thread.is_alive():
+        killer = RandomKiller(backend, rng, kills=KILLS, pause=(0.05, 0.6)).start()
+        while killer.alive():
             runner.next_update()
-        assert errors == []
+        assert killer.errors == []
         steps, updates = host.agent_steps, host.updates
         deadline = time.monotonic() + 60
         while host.agent_steps < steps + 200 or host.updates <= updates:  # still learning
@@ -81,5 +61,5 @@ def test_apex_survives_20_actor_kills_at_random_times():
         sample = replay.sample(256)
         assert np.isfinite(sample.obs).all() and np.isfinite(sample.rewards).all()
         host.close()
-    assert_gone(killed)
+    assert_gone(killer.killed)
     assert live_descendants() == []

@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from tests.runtime.fakes import BEHAVIOR, FakeStream
-from tests.runtime.helpers import assert_gone, live_descendants, tiny_config
+from tests.runtime.helpers import RandomKiller, assert_gone, live_descendants, tiny_config
 from tests.runtime.test_wirings import host_for, spec, weights_of
 from unity_rl.runtime.actor import StreamSettings
 from unity_rl.runtime.local import LocalProcessBackend
@@ -263,32 +263,17 @@ def test_repeated_kills_at_random_times_within_the_budget(mode):
         host = host_for(backend.start()[0].behaviors[BEHAVIOR], buffer_size=64)
         runner = (SyncRunner if sync else AsyncRunner)(backend, {BEHAVIOR: host})
         runner.start()
-        killed: list[int] = []
-        errors: list[str] = []
-
-        def killer() -> None:
-            try:
-                for i in range(5):
-                    time.sleep(rng.uniform(0.0, 1.5))
-                    pid = backend.actor_pids()[rng.randrange(2)]
-                    os.kill(pid, signal.SIGKILL)
-                    killed.append(pid)
-                    wait_for(lambda: backend.restarts == i + 1, what=f"restart {i + 1}")
-            except BaseException as err:  # noqa: BLE001 - reported by the main thread
-                errors.append(repr(err))
-
-        thread = threading.Thread(target=killer, daemon=True)
-        thread.start()
-        while thread.is_alive():
+        killer = RandomKiller(backend, rng, kills=5, pause=(0.0, 1.5)).start()
+        while killer.alive():
             runner.next_update()
-        assert errors == []
+        assert killer.errors == []
         version = host.version
         for _ in range(3):
             runner.next_update()
         assert host.version >= version + (3 if sync else 1)
         assert backend.restarts == 5 and sum(backend.actor_restarts()) == 5
         assert backend.dropped_rollouts <= 5
-    assert_gone(killed)
+    assert_gone(killer.killed)
     assert live_descendants() == []
 
 
