@@ -32,6 +32,9 @@ Contract:
 - ``infos[agent]``: ``behavior``, ``build``, ``agent_id``; ``action_mask`` (bool, True =
   allowed) for discrete behaviors; at an episode end ``episode = {"r": return, "l": actions}``
   and ``build_restarted`` when the build was restarted.
+
+Size: the parallel API's bookkeeping (revival, held actions, per-build stepping) in one
+place (about 400 lines).
 """
 from __future__ import annotations
 
