@@ -12,7 +12,11 @@ Agent-steps = agent decisions received. (a) and (b) alternate ``--repeats`` time
 count; the table shows medians and the ratios b/a and b/c (c: one build).
 
     .venv/bin/python benchmarks/env_throughput.py [--seconds 8] [--builds 1 2 4]
-        [--stock-python PATH]
+        [--stock-python PATH] [--build 3DBall]
+
+``--build`` picks another stand-in (e.g. Basic: one agent per build, so per-message costs
+dominate); the ceiling (c) is measured for 3DBall only. Results go to
+``benchmarks/results/env_throughput.json`` (3DBall) or ``env_throughput_<build>.json``.
 """
 from __future__ import annotations
 
@@ -37,14 +41,14 @@ from google.protobuf.internal import api_implementation  # noqa: E402
 from unity_rl import UnityVecEnv  # noqa: E402
 from unity_rl.envs.ports import find_free_port_block  # noqa: E402
 
-ENV = str(REPO / "unity_builds" / "3DBall")
+BUILDS = REPO / "unity_builds"
 # The canned zero actions of the ceiling's no-op client: 12 agents, 2 continuous actions.
 CEILING_BEHAVIORS = {"3DBall?team=0": (12, 2, 0)}
 
 
-def stock_loop(python: str, num_builds: int, seconds: float, base_port: int) -> dict:
+def stock_loop(python: str, env: str, num_builds: int, seconds: float, base_port: int) -> dict:
     out = subprocess.run(
-        [python, str(REPO / "benchmarks" / "stock_loop.py"), ENV, str(num_builds),
+        [python, str(REPO / "benchmarks" / "stock_loop.py"), env, str(num_builds),
          str(seconds), str(base_port)],
         capture_output=True, text=True, timeout=seconds + 120, check=False)
     if out.returncode != 0:
@@ -52,8 +56,8 @@ def stock_loop(python: str, num_builds: int, seconds: float, base_port: int) -> 
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def vec_env_loop(num_builds: int, seconds: float, base_port: int) -> float:
-    with UnityVecEnv(ENV, num_builds=num_builds, base_port=base_port, seed=0) as env:
+def vec_env_loop(env_path: str, num_builds: int, seconds: float, base_port: int) -> float:
+    with UnityVecEnv(env_path, num_builds=num_builds, base_port=base_port, seed=0) as env:
         env.reset()
         env.action_space.seed(0)
         steps, start = 0, time.perf_counter()
@@ -81,8 +85,12 @@ def main() -> None:
     parser.add_argument("--builds", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--stock-python", default=None,
                         help="python of the stock venv (default: made by stock_venv.sh)")
-    parser.add_argument("--output", default=str(REPO / "benchmarks/results/env_throughput.json"))
+    parser.add_argument("--build", default="3DBall", help="stand-in under unity_builds/")
+    parser.add_argument("--output", default=None)
     args = parser.parse_args()
+    env_path = str(BUILDS / args.build)
+    suffix = "" if args.build == "3DBall" else f"_{args.build}"
+    output = args.output or str(REPO / f"benchmarks/results/env_throughput{suffix}.json")
     stock_python = args.stock_python or subprocess.run(
         ["bash", str(REPO / "benchmarks" / "stock_venv.sh")], capture_output=True, text=True,
         check=True).stdout.strip().splitlines()[-1]
@@ -92,11 +100,11 @@ def main() -> None:
     for n in args.builds:
         raw, vec = [], []
         for _ in range(args.repeats):
-            result = stock_loop(stock_python, n, args.seconds, _port(n))
+            result = stock_loop(stock_python, env_path, n, args.seconds, _port(n))
             raw.append(result.pop("agent_steps_per_s"))
             stock_info = result
-            vec.append(vec_env_loop(n, args.seconds, _port(n)))
-            if n == 1:
+            vec.append(vec_env_loop(env_path, n, args.seconds, _port(n)))
+            if n == 1 and args.build == "3DBall":
                 ceilings.append(ceiling(args.seconds))
         rows.append({"builds": n, "raw_agent_steps_per_s": statistics.median(raw),
                      "vec_env_agent_steps_per_s": statistics.median(vec),
@@ -118,10 +126,10 @@ def main() -> None:
         print(f"{r['builds']:>6} {r['raw_agent_steps_per_s']:>19.0f} "
               f"{r['vec_env_agent_steps_per_s']:>16.0f} {r['ratio']:>6.2f} "
               f"{'' if frac is None else f'{frac:.2f}':>10}")
-    out = Path(args.output)
+    out = Path(output)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
-        "benchmark": "env_throughput", "seconds": args.seconds, "repeats": args.repeats,
+        "benchmark": "env_throughput", "build": args.build, "seconds": args.seconds, "repeats": args.repeats,
         "cpu_count": os.cpu_count(), "python": platform.python_version(),
         "load_avg_1m_at_end": os.getloadavg()[0],
         "stock": stock_info,
