@@ -3,8 +3,9 @@
 The reference files in ``mlagents_reference/`` were written by ML-Agents' own trainer code
 (``make_reference.py``, run in an mlagents-learn venv): its initial weights, trajectories acted
 by its policy, and its weights after ``PPOTrainer._update_policy``. Replaying that buffer through
-``PPOLearner`` with the same settings must land on the same weights: network, initialisation
-scales aside, this checks value estimates, GAE, advantage normalisation, per-action ratios,
+``PPOLearner`` with the same settings must land on the same weights. With vector, hybrid and
+camera-plus-vector cases this checks the ``simple`` visual encoder, observation concatenation,
+value estimates, GAE, advantage normalisation, per-action ratios,
 masking, entropy, the value-loss clip, loss weights, schedules and Adam together.
 """
 from __future__ import annotations
@@ -21,7 +22,7 @@ from unity_rl.algos.ppo import PPOConfig, PPOLearner
 from unity_rl.algos.types import Trajectory
 
 REFERENCE = Path(__file__).resolve().parent / "mlagents_reference"
-CASES = ("discrete", "continuous", "hybrid")
+CASES = ("discrete", "continuous", "hybrid", "visual")
 
 
 def _load(name: str) -> dict[str, dict[str, np.ndarray]]:
@@ -31,6 +32,11 @@ def _load(name: str) -> dict[str, dict[str, np.ndarray]]:
             group, field = key.split("/", 1)
             out[group][field] = npz[key]
     return out
+
+
+def _obs_shapes(case: dict) -> list[tuple[int, ...]]:
+    return [tuple(int(d) for d in case[f"obs_shape{i}"])
+            for i in range(sum(k.startswith("obs_shape") for k in case))]
 
 
 def _learner(case: dict) -> PPOLearner:
@@ -43,11 +49,27 @@ def _learner(case: dict) -> PPOLearner:
                     ent_coef=float(case["beta"]), max_steps=int(case["max_steps"]))
     net = NetworkConfig(normalize=False, hidden_units=int(case["hidden"]),
                         num_layers=int(case["layers"]))
-    return PPOLearner(int(case["obs"]), spec, cfg, net, seed=0)
+    return PPOLearner(_obs_shapes(case), spec, cfg, net, seed=0)
 
 
 def _our_key(learner: PPOLearner, key: str) -> str:
+    """The reference's parameter name as ``ActorCritic`` calls it. Encoder parameters are named
+    ``<actor|critic>_encoder/<k>/<ML-Agents' name>``: ours is that encoder's k-th parameter."""
+    if "/" in key:
+        encoder, k, _ = key.split("/", 2)
+        names = [name for name, _ in getattr(learner.model, encoder).named_parameters()]
+        return f"{encoder}.{names[int(k)]}"
     return learner.model.head_name + key[len("actor"):] if key.startswith("actor.") else key
+
+
+def _flat(data: dict, prefix: str, count: int) -> np.ndarray:
+    """Observations ``prefix0..`` flattened side by side (images stored as uint8: / 255)."""
+    parts = []
+    for i in range(count):
+        o = data[f"{prefix}{i}"]
+        o = o.astype(np.float32) / np.float32(255.0) if o.dtype == np.uint8 else o
+        parts.append(o.reshape(len(o), -1))
+    return np.concatenate(parts, axis=1)
 
 
 def _trajectories(case: dict, data: dict) -> list[Trajectory]:
@@ -55,13 +77,14 @@ def _trajectories(case: dict, data: dict) -> list[Trajectory]:
     actions = (np.concatenate([data["continuous"], data["discrete"].astype(np.float32)], axis=1)
                if c else data["discrete"])
     masks = data["allowed"] if len(case["branches"]) else None
+    obs, last_obs = (_flat(data, p, len(_obs_shapes(case))) for p in ("obs", "last_obs"))
     trajs = []
     for k in range(int(case["num_trajectories"])):
         rows = slice(k * length, (k + 1) * length)
         trajs.append(Trajectory(
-            obs=data["obs"][rows], actions=actions[rows], logprobs=data["logprobs"][rows],
+            obs=obs[rows], actions=actions[rows], logprobs=data["logprobs"][rows],
             values=np.zeros(length, np.float32), rewards=data["rewards"][rows],
-            last_obs=data["last_obs"][k], terminated=bool(data["terminated"][k]),
+            last_obs=last_obs[k], terminated=bool(data["terminated"][k]),
             action_masks=None if masks is None else masks[rows]))
     return trajs
 

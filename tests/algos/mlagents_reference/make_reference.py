@@ -6,8 +6,8 @@ side by side), from the repository root::
     bash ../shared/mlagents_learn/install.sh /tmp/mlal
     /tmp/mlal/venv/bin/python tests/algos/mlagents_reference/make_reference.py
 
-For each case (discrete with masks, continuous, hybrid; vector observations, no
-normalisation) this builds ML-Agents' ``PPOTrainer`` with its policy and optimiser, samples
+For each case (discrete with masks, continuous, hybrid on vector observations; a camera
+image beside a vector through the ``simple`` encoder; no normalisation) this builds ML-Agents' ``PPOTrainer`` with its policy and optimiser, samples
 trajectories of random observations with ML-Agents' own policy, feeds them through the trainer's
 ``_process_trajectory`` (value estimates, GAE) and runs ``_update_policy`` once. One minibatch
 per epoch (``batch_size`` = the buffer), so ML-Agents' shuffling does not matter. It saves the
@@ -36,25 +36,31 @@ from mlagents_envs.base_env import (ActionSpec, ActionTuple, BehaviorSpec, Dimen
 HERE = Path(__file__).resolve().parent
 
 CASES = {
-    # name: obs size, continuous size, branches, hidden, layers, gamma, lambd, beta, epochs
-    "discrete": dict(obs=20, continuous=0, branches=(3,), hidden=20, layers=1, gamma=0.9,
+    # name: observation shapes, continuous size, branches, hidden, layers, gamma, lambd, beta,
+    # epochs (images are uint8 values / 255, as a PNG camera arrives)
+    "discrete": dict(obs=[(20,)], continuous=0, branches=(3,), hidden=20, layers=1, gamma=0.9,
                      lambd=0.95, beta=5e-3, epochs=3),
-    "continuous": dict(obs=8, continuous=2, branches=(), hidden=16, layers=2, gamma=0.99,
+    "continuous": dict(obs=[(8,)], continuous=2, branches=(), hidden=16, layers=2, gamma=0.99,
                        lambd=0.99, beta=1e-3, epochs=3),
-    "hybrid": dict(obs=6, continuous=2, branches=(3, 2), hidden=16, layers=2, gamma=0.99,
+    "hybrid": dict(obs=[(6,)], continuous=2, branches=(3, 2), hidden=16, layers=2, gamma=0.99,
                    lambd=0.95, beta=5e-3, epochs=3),
+    "visual": dict(obs=[(3, 20, 20), (4,)], continuous=0, branches=(5,), hidden=16, layers=1,
+                   gamma=0.9, lambd=0.95, beta=1e-2, epochs=3, trajectories=16),
 }
 NUM_TRAJECTORIES, LENGTH = 64, 4
 LEARNING_RATE, EPSILON, MAX_STEPS = 3e-4, 0.2, 500_000
 
 
 def _trainer(case: dict) -> tuple[PPOTrainer, BehaviorSpec]:
-    obs_spec = ObservationSpec((case["obs"],), (DimensionProperty.NONE,),
-                               ObservationType.DEFAULT, "obs")
-    spec = BehaviorSpec([obs_spec], ActionSpec(case["continuous"], tuple(case["branches"])))
+    props = {1: (DimensionProperty.NONE,),  # what Unity's vector and camera sensors report
+             3: (DimensionProperty.NONE,) + (DimensionProperty.TRANSLATIONAL_EQUIVARIANCE,) * 2}
+    obs_specs = [ObservationSpec(tuple(shape), props[len(shape)], ObservationType.DEFAULT,
+                                 f"obs{i}")
+                 for i, shape in enumerate(case["obs"])]
+    spec = BehaviorSpec(obs_specs, ActionSpec(case["continuous"], tuple(case["branches"])))
+    n = case.get("trajectories", NUM_TRAJECTORIES) * LENGTH
     settings = TrainerSettings(
-        hyperparameters=PPOSettings(batch_size=NUM_TRAJECTORIES * LENGTH,
-                                    buffer_size=NUM_TRAJECTORIES * LENGTH - 1,
+        hyperparameters=PPOSettings(batch_size=n, buffer_size=n - 1,
                                     learning_rate=LEARNING_RATE, beta=case["beta"],
                                     epsilon=EPSILON, lambd=case["lambd"],
                                     num_epoch=case["epochs"]),
@@ -73,6 +79,11 @@ def _our_names(trainer: PPOTrainer, case: dict) -> dict[str, np.ndarray]:
     actor = trainer.policy.actor.state_dict()
     critic = trainer.optimizer.critic.state_dict()
     out = {}
+    for ours, module in (("actor_encoder", trainer.policy.actor),
+                         ("critic_encoder", trainer.optimizer.critic)):
+        encoder = module.network_body.observation_encoder  # parameters in observation order
+        for k, (name, param) in enumerate(encoder.named_parameters()):
+            out[f"{ours}/{k}/{name}"] = param.detach().numpy()
     for i in range(case["layers"]):
         j = 2 * i  # nn.Sequential: Linear, Swish, Linear, Swish, ...
         for part in ("weight", "bias"):
@@ -97,8 +108,8 @@ def _our_names(trainer: PPOTrainer, case: dict) -> dict[str, np.ndarray]:
 
 def _sample(trainer: PPOTrainer, case: dict, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Trajectories acted by ML-Agents' policy; masks allow at least one action per branch."""
-    n = NUM_TRAJECTORIES * LENGTH
-    obs = rng.normal(size=(n, case["obs"])).astype(np.float32)
+    n = case.get("trajectories", NUM_TRAJECTORIES) * LENGTH
+    obs = [_random_obs(rng, n, shape) for shape in case["obs"]]
     branches = case["branches"]
     allowed = rng.random((n, sum(branches))) > 0.25
     start = 0
@@ -108,30 +119,39 @@ def _sample(trainer: PPOTrainer, case: dict, rng: np.random.Generator) -> dict[s
     with torch.no_grad():
         mask = torch.from_numpy(allowed.astype(np.float32)) if branches else None
         action, run_out, _ = trainer.policy.actor.get_action_and_stats(
-            [torch.from_numpy(obs)], masks=mask)
+            [torch.from_numpy(o) for o in obs], masks=mask)
     log_probs = run_out["log_probs"]
-    data = {"obs": obs, "allowed": allowed,
+    data = {**{f"obs{i}": o for i, o in enumerate(obs)}, "allowed": allowed,
             "continuous": (action.continuous_tensor.numpy() if case["continuous"]
                            else np.zeros((n, 0), np.float32)),
             "discrete": (action.discrete_tensor.numpy().reshape(n, -1).astype(np.int64) if branches
                          else np.zeros((n, 0), np.int64)),
             "logprobs": log_probs.flatten().numpy(),
             "rewards": rng.normal(size=n).astype(np.float32),
-            "last_obs": rng.normal(size=(NUM_TRAJECTORIES, case["obs"])).astype(np.float32),
-            "terminated": rng.random(NUM_TRAJECTORIES) < 0.3}
+            **{f"last_obs{i}": _random_obs(rng, n // LENGTH, shape)
+               for i, shape in enumerate(case["obs"])},
+            "terminated": rng.random(n // LENGTH) < 0.3}
     return data
+
+
+def _random_obs(rng: np.random.Generator, n: int, shape) -> np.ndarray:
+    """Vectors: standard normal; images: whole multiples of 1/255 in [0, 1]."""
+    if len(shape) == 1:
+        return rng.normal(size=(n, *shape)).astype(np.float32)
+    return (rng.integers(0, 256, size=(n, *shape)) / 255.0).astype(np.float32)
 
 
 def _feed(trainer: PPOTrainer, case: dict, data: dict) -> None:
     c = case["continuous"]
-    for k in range(NUM_TRAJECTORIES):
+    num_obs = len(case["obs"])
+    for k in range(case.get("trajectories", NUM_TRAJECTORIES)):
         steps = []
         for t in range(LENGTH):
             i = k * LENGTH + t
             mask = [~data["allowed"][i, s:s + size] for s, size in
                     zip(np.cumsum((0,) + case["branches"][:-1]), case["branches"])]
             steps.append(AgentExperience(
-                obs=[data["obs"][i]], reward=float(data["rewards"][i]),
+                obs=[data[f"obs{j}"][i] for j in range(num_obs)], reward=float(data["rewards"][i]),
                 done=bool(t == LENGTH - 1 and data["terminated"][k]),
                 action=ActionTuple(continuous=data["continuous"][i],
                                    discrete=data["discrete"][i].astype(np.int32)),
@@ -140,7 +160,8 @@ def _feed(trainer: PPOTrainer, case: dict, data: dict) -> None:
                 action_mask=mask if case["branches"] else None,
                 prev_action=np.zeros(len(case["branches"]), np.int32), interrupted=False,
                 memory=None, group_status=[], group_reward=0.0))
-        trainer._process_trajectory(Trajectory(steps=steps, next_obs=[data["last_obs"][k]],
+        next_obs = [data[f"last_obs{j}"][k] for j in range(num_obs)]
+        trainer._process_trajectory(Trajectory(steps=steps, next_obs=next_obs,
                                                next_group_obs=[], agent_id=f"agent-{k}",
                                                behavior_id="B"))
 
@@ -156,13 +177,17 @@ def make(name: str, seed: int = 0) -> Path:
     trainer._update_policy()
     after = _our_names(trainer, case)
     path = HERE / f"{name}.npz"
+    images = {k: np.rint(v * 255).astype(np.uint8) for k, v in data.items()
+              if k.startswith(("obs", "last_obs")) and v.ndim == 4}  # stored compactly
+    shapes = {f"case/obs_shape{i}": np.asarray(shape) for i, shape in enumerate(case["obs"])}
     np.savez_compressed(
         path, **{f"before/{k}": v for k, v in before.items()},
-        **{f"after/{k}": v for k, v in after.items()}, **{f"data/{k}": v for k, v in data.items()},
-        **{f"case/{k}": np.asarray(v) for k, v in case.items()},
+        **{f"after/{k}": v for k, v in after.items()},
+        **{f"data/{k}": images.get(k, v) for k, v in data.items()},
+        **{f"case/{k}": np.asarray(v) for k, v in case.items() if k != "obs"}, **shapes,
         **{"case/learning_rate": np.asarray(LEARNING_RATE), "case/epsilon": np.asarray(EPSILON),
            "case/max_steps": np.asarray(MAX_STEPS), "case/length": np.asarray(LENGTH),
-           "case/num_trajectories": np.asarray(NUM_TRAJECTORIES)})
+           "case/num_trajectories": np.asarray(case.get("trajectories", NUM_TRAJECTORIES))})
     return path
 
 
