@@ -73,7 +73,9 @@ def kill_tagged_processes(tags: Collection[str], *, builds_only: bool = False) -
             if proc.environ().get(TAG_ENV) not in tags:
                 continue
             kill_process_tree(proc.pid)
-        except (psutil.Error, OSError) as err:  # gone meanwhile, or not ours to read
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue  # gone meanwhile, or another user's (not ours to kill): expected, silent
+        except (psutil.Error, OSError) as err:
             logger.debug("leftover check of pid %d: %s", proc.pid, err)
             continue
         killed.append(proc.pid)
