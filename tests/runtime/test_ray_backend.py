@@ -397,3 +397,57 @@ def test_leftover_build_clean_up_kills_only_the_dead_incarnation_s_builds(ray_cl
         for proc in (old, new):
             proc.kill()
             proc.wait()
+
+
+def _rollouts_within(backend, seconds: float) -> list:
+    """Every rollout that arrives within ``seconds``."""
+    out, deadline = [], time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        rollout = backend.receive(timeout=left)
+        if rollout is not None:
+            out.append(rollout)
+    return out
+
+
+def test_sync_actors_collect_once_per_publication_as_their_loop_decides(ray_cluster):
+    """The driver makes no sync/async decision: the actors' loop waits for newer weights."""
+    backend = make_backend("ray", [fake_spec(0, sync=True), fake_spec(1, sync=True)],
+                           address=ray_cluster.address)
+    try:
+        infos = backend.start()
+        backend.broadcast(weights_for(infos[0], 1))
+        first = sorted((r.actor_id, r.publication) for r in (backend.receive(timeout=60),
+                                                             backend.receive(timeout=60)))
+        assert first == [(0, 1), (1, 1)]
+        assert _rollouts_within(backend, 3.0) == []  # no newer weights: nothing more
+        backend.broadcast(weights_for(infos[0], 2))
+        second = sorted((r.actor_id, r.publication) for r in (backend.receive(timeout=60),
+                                                              backend.receive(timeout=60)))
+        assert second == [(0, 2), (1, 2)]
+    finally:
+        backend.stop()
+
+
+def test_async_actors_keep_collecting_without_new_weights(ray_cluster):
+    backend = make_backend("ray", [fake_spec(0, sync=False)], address=ray_cluster.address)
+    try:
+        infos = backend.start()
+        backend.broadcast(weights_for(infos[0], 1))
+        rollouts = [backend.receive(timeout=60) for _ in range(3)]
+        assert [(r.actor_id, r.publication) for r in rollouts] == [(0, 1)] * 3
+        backend.broadcast(weights_for(infos[0], 2))
+        later = _rollouts_within(backend, 5.0)
+        assert later and later[-1].publication == 2  # picked up between rollouts
+    finally:
+        backend.stop()
+
+
+def test_a_start_failure_names_the_actor_with_its_traceback(ray_cluster):
+    specs = [fake_spec(0, sync=True), fake_spec(1, sync=True, start_error="no build here")]
+    backend = make_backend("ray", specs, address=ray_cluster.address)
+    with pytest.raises(ActorFailedError) as failure:
+        backend.start()
+    text = str(failure.value)
+    assert failure.value.actor_id == 1 and "no build here" in text
+    assert "traceback in actor 1" in text
+    assert not ray.is_initialized()

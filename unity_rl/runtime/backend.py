@@ -55,6 +55,18 @@ def actor_restart_quota(spec: ActorSpec, max_restarts: int | None):
     return RestartQuota(*spec.stream.restart_quota)
 
 
+def limit_torch_threads(num_threads: int) -> None:
+    """An actor process's torch: ``num_threads`` intra-op threads (its builds need the other
+    cores) and one inter-op thread. Called by the process that hosts the actor, never a learner."""
+    import torch
+
+    torch.set_num_threads(max(1, num_threads))
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:  # already fixed once parallel work ran; harmless
+        logger.debug("torch inter-op threads already fixed in this process")
+
+
 def kill_tagged_processes(tags: Collection[str], *, builds_only: bool = False) -> list[int]:
     """Kills (with their process trees) the processes of this machine whose ``TAG_ENV`` is one
     of ``tags``; with ``builds_only`` only ML-Agents builds (``--mlagents-port`` in their

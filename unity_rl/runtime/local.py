@@ -59,6 +59,7 @@ from unity_rl.runtime.backend import (
     ActorBackend,
     actor_restart_quota,
     kill_tagged_processes,
+    limit_torch_threads,
 )
 from unity_rl.runtime.messages import (
     ActorFailedError,
@@ -464,7 +465,7 @@ def _actor_process_main(spec: ActorSpec, inbox, results, heartbeat, stop_flag, t
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     _die_with_parent()
-    _limit_torch_threads(spec.torch_threads)
+    limit_torch_threads(spec.torch_threads)
     parent = mp.parent_process()
 
     def beat() -> None:
@@ -496,16 +497,6 @@ def _die_with_parent() -> None:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     except (OSError, AttributeError) as err:
         logger.debug("PR_SET_PDEATHSIG unavailable: %s", err)
-
-
-def _limit_torch_threads(num_threads: int) -> None:
-    import torch
-
-    torch.set_num_threads(max(1, num_threads))
-    try:
-        torch.set_num_interop_threads(1)
-    except RuntimeError as err:  # already fixed once parallel work ran; harmless
-        logger.debug("interop threads already set: %s", err)
 
 
 def _children(pid: int) -> dict[int, psutil.Process]:

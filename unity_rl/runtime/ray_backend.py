@@ -1,21 +1,22 @@
-"""The Ray backend: the same ``Actor`` as the local backend, placed as Ray actors (issue 4 §2).
+"""The Ray backend: the same actor loop as the local backend, in Ray actors (issue 4 §2).
 
-Connections (one per arrow; the driver is the trainer's process):
-- driver -> actor k: ``collect.remote(weights_ref)``, one call per segment. ``broadcast`` puts the
-  weights into the object store once (``ray.put``) and every later ``collect`` call carries that
+Each Ray actor (``ActorHost``) runs ``actor.actor_loop`` (the body of a local actor process) in a
+thread of its own, over two in-process queues; so the actor loop, not the driver, decides when
+to collect (sync: one rollout per publication; async: keep collecting with the newest weights),
+exactly as locally. Connections (one per arrow; the driver is the trainer's process):
+- driver -> actor k: ``deliver_weights.remote(ref)``, one call per publication: ``broadcast``
+  puts the weights into the object store once (``ray.put``) and every actor's call carries that
   one reference, so each node fetches a weights version once whatever its number of actors;
-- actor k -> driver: the call's result, a ``Report`` (SEGMENT, or ERROR with the traceback text)
-  left in the object store of the actor's node; ``receive`` blocks in ``ray.wait`` on the
-  outstanding calls (no polling), in slices of ``LIVENESS_SLICE_S`` between liveness checks;
-- control: ``request_stop``, ``beat_age`` and ``where`` run in a separate concurrency group (one
-  thread), so they are answered while ``collect`` runs: a stop is seen within one stream step,
-  and an actor that stops stepping is found by its heartbeat age.
-
-Wirings, unchanged: in the sync wiring (``ActorSpec.wait_for_new_weights``) an actor collects
-again only when ``broadcast`` brings weights newer than those of its last segment; in the async
-wiring the next ``collect`` is issued as soon as a segment arrives, with the newest weights the
-driver has. Either way an actor's weights change only between segments (the default concurrency
-group has one thread), exactly as with local processes.
+  the call queues a WEIGHTS ``Command`` on the loop's inbox;
+- actor k -> driver: ``next_report.remote(timeout_s)`` hands over the loop's next ``Report``
+  (READY, SEGMENT, or ERROR with the traceback text) or None after ``timeout_s``; the driver
+  keeps exactly one such call outstanding per actor and blocks in ``ray.wait`` on all of them
+  (no polling), in slices of ``LIVENESS_SLICE_S`` between liveness checks;
+- control: ``request_stop``, ``beat_age``, ``where`` and ``wait_closed`` run in a concurrency
+  group of their own (one thread), so they are answered while the loop steps its builds and a
+  ``next_report`` call waits: a stop is seen within one stream step, and an actor that stops
+  stepping is found by its heartbeat age (the loop beats after every stream step and every wait
+  slice).
 
 Placement: each actor is a Ray actor of ``num_cpus_per_actor`` CPUs, spread over the nodes
 (``SPREAD``); its builds are subprocesses of the actor's process, on the actor's node, on ports
@@ -23,13 +24,14 @@ Placement: each actor is a Ray actor of ``num_cpus_per_actor`` CPUs, spread over
 node). The build executable must exist at the same path on every node.
 
 Faults: an actor whose process or node dies (``RayActorError``, a lost result object) or that
-stops stepping (heartbeat) is re-created from its ``ActorSpec`` on any node with room and starts
-with the newest weights; the learner keeps its state and the run goes on. The builds the old
-incarnation left behind are killed on its node meanwhile: they carry its tag (``TAG_ENV``), so
-a replacement's builds on the same ports are safe. Each actor has a restart budget (by default
-the run's build restart quota, see ``RayBackend``); beyond it ``ActorFailedError`` names the
-actor. An exception inside an actor (e.g. its builds out of restarts: the ``AgentStream``
-already restarts crashed builds) is not retried: it raises ``ActorFailedError`` with the actor's
+stops stepping (heartbeat) is re-created from its ``ActorSpec`` on any node with room; once it
+is ready it gets the newest weights (in the sync wiring only if its predecessor had not
+delivered that publication's rollout yet), and the learner keeps its state. The builds the old
+incarnation left behind are killed on its node meanwhile: they carry its tag (``TAG_ENV``), so a
+replacement's builds on the same ports are safe. Each actor has a restart budget (by default the
+run's build restart quota, see ``RayBackend``); beyond it ``ActorFailedError`` names the actor.
+An exception inside an actor (e.g. its builds out of restarts: the ``AgentStream`` already
+restarts crashed builds) is not retried: it raises ``ActorFailedError`` with the actor's
 traceback, as locally.
 
 Ray's lifetime: without an address a local Ray instance is started and shut down by ``stop()``;
@@ -45,9 +47,9 @@ from __future__ import annotations
 import logging
 import math
 import os
+import queue
 import threading
 import time
-import traceback
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -58,26 +60,37 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from unity_rl.algos.types import Trajectory
 from unity_rl.envs.launcher import RestartQuota
-from unity_rl.runtime.actor import Actor, ActorSpec
-from unity_rl.runtime.backend import TAG_ENV, ActorBackend, actor_restart_quota
+from unity_rl.runtime.actor import ActorSpec, actor_loop
+from unity_rl.runtime.backend import (
+    TAG_ENV,
+    ActorBackend,
+    actor_restart_quota,
+    kill_tagged_processes,
+    limit_torch_threads,
+)
 from unity_rl.runtime.messages import (
-    ActorError,
     ActorFailedError,
     ActorInfo,
+    Command,
     FromActor,
     PolicyWeights,
     Report,
     Rollout,
+    ToActor,
 )
 
 logger = logging.getLogger(__name__)
 
 LIVENESS_SLICE_S = 5.0
-"""Longest single ``ray.wait`` in ``receive`` between liveness checks of the collecting actors."""
+"""Longest single ``ray.wait`` in ``receive`` between liveness checks of the actors."""
+REPORT_WAIT_S = 10.0
+"""Longest wait of one ``next_report`` call inside the actor (then it answers None)."""
 BEAT_ANSWER_S = 10.0
 """Seconds an actor has to answer a heartbeat question before it counts as hung."""
 CONTROL = "control"
-"""Concurrency group of the methods that must be answered while ``collect`` runs."""
+"""Concurrency group of the methods answered while the loop steps and ``next_report`` waits."""
+REPORTS = "reports"
+"""Concurrency group of ``next_report`` (its wait must not hold up weights or control)."""
 # TAG_ENV (from backend.py, shared with the local backend) marks the builds of one actor
 # incarnation, so that its leftovers can be found and killed without touching the builds of its
 # replacement, which use the same ports.
@@ -87,63 +100,57 @@ CONTROL = "control"
 # Inside the Ray actor's process
 # ----------------------------------------------------------------------------------------------
 
-def _error_report(spec: ActorSpec, err: BaseException) -> Report:
-    return Report(FromActor.ERROR, spec.actor_id, ActorError(
-        spec.actor_id, f"{type(err).__module__}.{type(err).__qualname__}", str(err),
-        traceback.format_exc()))
-
-
 class ActorHost:
-    """Hosts one ``Actor`` in a Ray actor process; every failure comes back as an ERROR report.
+    """Hosts ``actor_loop`` for one ``ActorSpec`` in a thread of a Ray actor process.
 
-    Methods of the default group run one at a time, in the order the driver submitted them;
-    ``request_stop`` and ``beat_age`` (group ``CONTROL``) run beside them.
+    The loop's inbox and outbox are in-process queues; the methods below are the Ray-facing
+    ends of them. ``deliver_weights`` runs in the default group (one thread, calls in submission
+    order), ``next_report`` in ``REPORTS`` and the control methods in ``CONTROL``, so none of
+    them waits for another.
     """
 
     def __init__(self, spec: ActorSpec, tag: str):
         self.spec = spec
         os.environ[TAG_ENV] = tag  # inherited by the builds this process launches
-        _limit_torch_threads(spec.torch_threads)
-        self.actor = Actor(spec)
+        limit_torch_threads(spec.torch_threads)
+        self._inbox: queue.Queue[Command] = queue.Queue()
+        self._outbox: queue.Queue[Report] = queue.Queue()
         self._stop = threading.Event()
         self._last_beat = time.monotonic()
+        self._loop = threading.Thread(target=self._run, name=f"actor-{spec.actor_id}",
+                                      daemon=True)
+        self._loop.start()
 
-    def start(self) -> tuple[Report, str]:
-        """Starts the builds: (READY report or ERROR report, this node's id)."""
-        node_id = ray.get_runtime_context().get_node_id()
-        try:
-            info = self.actor.start()
-        except Exception as err:  # noqa: BLE001 - reported to the learner with its traceback
-            report = _error_report(self.spec, err)
-            self.close()
-            return report, node_id
+    def _run(self) -> None:
+        actor_loop(self.spec, self._inbox, self._outbox, heartbeat=self._beat,
+                   stop_requested=self._stop.is_set)
+
+    def _beat(self) -> None:
         self._last_beat = time.monotonic()
-        return Report(FromActor.READY, self.spec.actor_id, info), node_id
 
-    def collect(self, weights: PolicyWeights) -> Report | None:
-        """One rollout acted with ``weights`` (or newer ones already loaded); None if stopped."""
+    def deliver_weights(self, weights: PolicyWeights) -> None:
+        """Queues a publication for the loop (it loads the newest between rollouts)."""
+        self._inbox.put(Command(ToActor.WEIGHTS, weights))
+
+    @ray.method(concurrency_group=REPORTS)
+    def next_report(self, timeout_s: float) -> Report | None:
+        """The loop's next report, or None when none came within ``timeout_s`` seconds."""
         try:
-            if weights.version > self.actor.publication:
-                self.actor.set_weights(weights)
-            self._last_beat = time.monotonic()
-            rollout = self.actor.collect(self._on_step)
-        except Exception as err:  # noqa: BLE001 - reported to the learner with its traceback
-            report = _error_report(self.spec, err)
-            self.close()
-            return report
-        if rollout is None:
+            return self._outbox.get(timeout=timeout_s)
+        except queue.Empty:
             return None
-        return Report(FromActor.SEGMENT, self.spec.actor_id, rollout)
-
-    def close(self) -> bool:
-        """Closes the builds (idempotent)."""
-        self.actor.close()
-        return True
 
     @ray.method(concurrency_group=CONTROL)
     def request_stop(self) -> None:
-        """A running ``collect`` returns None after its current stream step."""
+        """The loop stops after its current stream step (or wait slice) and closes its builds."""
         self._stop.set()
+        self._inbox.put(Command(ToActor.STOP))
+
+    @ray.method(concurrency_group=CONTROL)
+    def wait_closed(self, timeout_s: float) -> bool:
+        """True once the loop has ended (its builds closed), waiting up to ``timeout_s``."""
+        self._loop.join(timeout_s)
+        return not self._loop.is_alive()
 
     @ray.method(concurrency_group=CONTROL)
     def where(self) -> tuple[str, int]:
@@ -152,28 +159,14 @@ class ActorHost:
 
     @ray.method(concurrency_group=CONTROL)
     def beat_age(self) -> float:
-        """Seconds since the last stream step (or the start of the current segment)."""
+        """Seconds since the loop's last heartbeat (stream step or wait slice)."""
         return time.monotonic() - self._last_beat
 
-    def _on_step(self) -> bool:
-        self._last_beat = time.monotonic()
-        return self._stop.is_set()
 
-
-RemoteActorHost = ray.remote(concurrency_groups={CONTROL: 1}, max_restarts=0,
+RemoteActorHost = ray.remote(concurrency_groups={CONTROL: 1, REPORTS: 1}, max_restarts=0,
                              max_task_retries=0)(ActorHost)
 """``ActorHost`` as a Ray actor class: Ray never restarts it by itself; ``RayBackend`` re-creates
 a dead actor from its spec (so it can count, clean up and hand over the newest weights)."""
-
-
-def _limit_torch_threads(num_threads: int) -> None:
-    import torch
-
-    torch.set_num_threads(max(1, num_threads))
-    try:
-        torch.set_num_interop_threads(1)
-    except RuntimeError:  # already fixed once parallel work ran; harmless
-        pass
 
 
 @ray.remote(num_cpus=0, max_retries=0)
@@ -184,23 +177,7 @@ def _kill_builds(tag: str) -> list[int]:
     may already run builds on the same ports on this node, so builds are told apart by the
     ``TAG_ENV`` they inherited, not by port.
     """
-    import psutil
-
-    from unity_rl.envs.launcher import kill_process_tree
-
-    killed = []
-    for proc in psutil.process_iter(["cmdline"]):
-        try:
-            if "--mlagents-port" not in (proc.info.get("cmdline") or ()):
-                continue
-            if proc.environ().get(TAG_ENV) != tag:
-                continue
-            kill_process_tree(proc.pid)
-        except (psutil.Error, OSError) as err:  # gone meanwhile, or not ours to read
-            logger.debug("leftover build check of pid %d: %s", proc.pid, err)
-            continue
-        killed.append(proc.pid)
-    return killed
+    return kill_tagged_processes([tag], builds_only=True)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -217,15 +194,17 @@ class _Slot:
     where_ref: Any = None
     """``where()`` of the current incarnation: ready once the Ray actor exists on a node."""
     ref: Any = None
-    """The outstanding call: ``start`` while phase is 'starting', ``collect`` while 'collecting'."""
+    """The outstanding ``next_report`` call (None when there is none)."""
     phase: str = "new"
-    """new | starting | idle | collecting | stopped."""
+    """new | starting | running | stopped."""
     since: float = 0.0
-    """time.monotonic() when the outstanding call was submitted."""
+    """time.monotonic() of the launch (starting) or of the last report (running)."""
     info: ActorInfo | None = None
     node_id: str | None = None
-    used_version: int = -1
-    """Weights version of the last collect submitted (-1: none since this incarnation started)."""
+    sent: int = -1
+    """Publication of the last weights delivered to this incarnation (-1: none yet)."""
+    delivered: int = -1
+    """Publication of the last rollout this actor delivered (any incarnation)."""
     restarts: int = 0
     generation: int = 0
     tag: str = ""
@@ -236,6 +215,13 @@ class _Slot:
     @property
     def actor_id(self) -> int:
         return self.spec.actor_id
+
+    @property
+    def collecting(self) -> bool:
+        """True when the incarnation holds weights it has not delivered a rollout for."""
+        if self.phase != "running" or self.sent < 0:
+            return False
+        return self.sent > self.delivered or not self.spec.wait_for_new_weights
 
 
 class RayBackend(ActorBackend):
@@ -274,7 +260,8 @@ class RayBackend(ActorBackend):
         """Seconds an actor may take to be placed, start its builds and report ready."""
         self.heartbeat_timeout = (heartbeat_timeout if heartbeat_timeout is not None
                                   else 2 * worst_wait + worst_step + 30.0)
-        """Seconds without a stream step after which a collecting actor counts as hung."""
+        """Seconds without a heartbeat (the loop beats after every stream step and wait slice)
+        after which an actor counts as hung."""
         self.stop_timeout = stop_timeout
         """Seconds stop() waits for actors to close their builds before killing them."""
         self.spread = spread
@@ -282,8 +269,11 @@ class RayBackend(ActorBackend):
         """Actor re-creations so far (all actors)."""
         self._token = uuid.uuid4().hex[:8]
         self._slots = [_Slot(spec, self._quota(spec, max_restarts)) for spec in self.specs]
-        self._weights_ref = None
-        self._weights_version = -1
+        self._latest: PolicyWeights | None = None
+        self._latest_ref = None
+        """The newest publication and its object-store reference (replacements get it)."""
+        self._pending: list[Rollout] = []
+        """Rollouts received and not handed over yet."""
         self._cleanups: list = []
         """References of submitted leftover-build clean-ups (stop() waits for them, bounded)."""
         self._started_ray = False
@@ -302,56 +292,33 @@ class RayBackend(ActorBackend):
                 self._launch(slot)
             deadline = time.monotonic() + self.start_timeout
             while any(slot.phase == "starting" for slot in self._slots):
-                starting = {s.ref: s for s in self._slots if s.phase == "starting"}
                 remaining = deadline - time.monotonic()
-                ready = []
-                if remaining > 0:
-                    ready, _ = ray.wait(list(starting), num_returns=1, timeout=remaining)
-                if not ready:
-                    slot = next(iter(starting.values()))
+                if remaining <= 0:
+                    slot = next(s for s in self._slots if s.phase == "starting")
                     raise ActorFailedError(slot.actor_id, self._not_started_reason())
-                slot = starting[ready[0]]
-                result, lost = self._fetch(slot, ready[0])
-                if lost is not None:
-                    raise ActorFailedError(slot.actor_id, f"it died while starting: {lost}")
-                self._on_started(slot, result)
+                self._pump(min(LIVENESS_SLICE_S, remaining))
         except BaseException:
             self.stop()
             raise
         return [slot.info for slot in self._slots]
 
     def broadcast(self, weights: PolicyWeights) -> None:
-        self._weights_ref = ray.put(weights)
-        self._weights_version = int(weights.version)
+        self._latest = weights
+        self._latest_ref = ray.put(weights)
         for slot in self._slots:
-            if slot.phase != "idle":
-                continue
-            if slot.spec.wait_for_new_weights and self._weights_version <= slot.used_version:
-                continue
-            self._collect(slot)
+            if slot.phase == "running":  # a starting replacement gets them once it is ready
+                self._send(slot)
 
     def receive(self, timeout: float | None = None) -> Rollout | None:
         deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            busy = sorted((s for s in self._slots if s.ref is not None), key=lambda s: s.since)
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not busy:
-                if deadline is None:
-                    raise RuntimeError("receive() with no actor collecting: nothing can arrive "
-                                       "(in the sync wiring, broadcast new weights first)")
-                time.sleep(remaining)
+        while not self._pending:
+            slice_s = LIVENESS_SLICE_S
+            if deadline is not None:
+                slice_s = max(0.0, min(slice_s, deadline - time.monotonic()))
+            self._pump(slice_s)
+            if not self._pending and deadline is not None and time.monotonic() >= deadline:
                 return None
-            wait_s = LIVENESS_SLICE_S if remaining is None else min(LIVENESS_SLICE_S, remaining)
-            ready, _ = ray.wait([s.ref for s in busy], num_returns=1, timeout=wait_s)
-            if ready:
-                slot = next(s for s in busy if s.ref == ready[0])
-                rollout = self._on_result(slot)
-                if rollout is not None:
-                    return rollout
-                continue
-            self._check_liveness()
-            if deadline is not None and time.monotonic() >= deadline:
-                return None
+        return self._pending.pop(0)
 
     def stop(self) -> None:
         if self._stopped:
@@ -362,7 +329,7 @@ class RayBackend(ActorBackend):
         try:
             self._stop_actors()
         finally:
-            self._weights_ref = None
+            self._latest_ref = None
             if self._started_ray or self._connected_ray:
                 ray.shutdown()
 
@@ -425,7 +392,7 @@ class RayBackend(ActorBackend):
 
     # -- one actor's life -----------------------------------------------------------------------
     def _launch(self, slot: _Slot) -> None:
-        """Creates the slot's Ray actor and submits its ``start``."""
+        """Creates the slot's Ray actor (its loop starts the builds, then reports READY)."""
         slot.generation += 1
         slot.tag = f"unity_rl-{self._token}-actor{slot.actor_id}.{slot.generation}"
         options: dict[str, Any] = {"num_cpus": self.num_cpus_per_actor, "name": slot.tag}
@@ -433,55 +400,80 @@ class RayBackend(ActorBackend):
             options["scheduling_strategy"] = "SPREAD"
         slot.handle = RemoteActorHost.options(**options).remote(slot.spec, slot.tag)
         slot.where_ref = slot.handle.where.remote()
-        slot.ref = slot.handle.start.remote()
-        slot.phase, slot.since = "starting", time.monotonic()
-        slot.used_version = -1
+        slot.phase, slot.since, slot.sent = "starting", time.monotonic(), -1
+        self._ask(slot)
 
-    def _on_started(self, slot: _Slot, result: tuple[Report, str]) -> None:
-        report, node_id = result
-        slot.ref = None
+    def _ask(self, slot: _Slot) -> None:
+        slot.ref = slot.handle.next_report.remote(REPORT_WAIT_S)
+
+    def _send(self, slot: _Slot) -> None:
+        slot.handle.deliver_weights.remote(self._latest_ref)
+        slot.sent = self._latest.version
+
+    def _pump(self, timeout: float) -> None:
+        """Waits up to ``timeout`` for reports and handles them (rollouts go to ``_pending``);
+        then checks liveness. Raises ``ActorFailedError``."""
+        asking = {s.ref: s for s in self._slots if s.ref is not None}
+        if not asking:
+            time.sleep(timeout)
+            return
+        ready, rest = ray.wait(list(asking), num_returns=1, timeout=timeout)
+        if ready and rest:  # whatever else has arrived meanwhile
+            ready += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+        for ref in ready:
+            slot = asking[ref]
+            slot.ref = None
+            report, lost = self._fetch(slot, ref)
+            if lost is not None:
+                self._on_lost(slot, lost)
+                continue
+            self._ask(slot)
+            if report is not None:
+                self._handle(slot, report)
+        self._check_liveness()
+
+    def _handle(self, slot: _Slot, report: Report) -> None:
         if report.kind is FromActor.ERROR:
             raise ActorFailedError.from_error(report.payload)
-        if report.kind is not FromActor.READY:
-            raise RuntimeError(f"actor {slot.actor_id} sent {report.kind} before ready")
-        info: ActorInfo = report.payload
+        slot.since = time.monotonic()
+        if report.kind is FromActor.READY:
+            self._on_ready(slot, report.payload)
+        elif report.kind is FromActor.SEGMENT:
+            rollout: Rollout = report.payload
+            slot.delivered = max(slot.delivered, rollout.publication)
+            self._pending.append(_writable(rollout))
+        else:
+            raise RuntimeError(f"actor {slot.actor_id} sent an unexpected {report.kind}")
+
+    def _on_ready(self, slot: _Slot, info: ActorInfo) -> None:
+        if slot.phase != "starting":
+            raise RuntimeError(f"actor {slot.actor_id} reported ready twice")
         if slot.info is not None and info.layout() != slot.info.layout():
             raise ActorFailedError(slot.actor_id, f"after its restart it sees behaviors "
                                                   f"{info.layout()}, not the ones it trained "
                                                   f"({slot.info.layout()})")
-        slot.info, slot.node_id = info, node_id
-        slot.history.append((node_id, info.pid))
-        slot.phase = "idle"
-        logger.info("actor %d up on node %s (pid %d, builds %s)", slot.actor_id, node_id[:8],
-                    info.pid, list(info.build_pids))
+        slot.node_id = self._node_of(slot)
+        slot.info, slot.phase = info, "running"
+        slot.history.append((slot.node_id, info.pid))
+        logger.info("actor %d up on node %s (pid %d, builds %s)", slot.actor_id,
+                    (slot.node_id or "?")[:8], info.pid, list(info.build_pids))
+        if self._latest is None:
+            return  # the first broadcast reaches it
+        if slot.spec.wait_for_new_weights and slot.delivered >= self._latest.version:
+            return  # sync: its predecessor delivered this round already; wait for the next one
+        self._send(slot)
 
-    def _collect(self, slot: _Slot) -> None:
-        slot.ref = slot.handle.collect.remote(self._weights_ref)
-        slot.phase, slot.since = "collecting", time.monotonic()
-        slot.used_version = self._weights_version
+    def _on_lost(self, slot: _Slot, lost: str) -> None:
+        """The actor or its answer is gone: a start failure, or a restart."""
+        if self._starting_up() or self._stopped:
+            raise ActorFailedError(slot.actor_id, f"it died while starting: {lost}"
+                                   if slot.phase == "starting" else f"it died: {lost}")
+        what = "start" if slot.phase == "starting" else "process"
+        self._restart(slot, f"its {what} was lost: {lost}")
 
-    def _on_result(self, slot: _Slot) -> Rollout | None:
-        """Handles the finished call of ``slot``: a rollout to hand over, or None."""
-        ref, phase = slot.ref, slot.phase
-        slot.ref = None
-        result, lost = self._fetch(slot, ref)
-        if lost is not None:
-            self._restart(slot, f"its {'start' if phase == 'starting' else 'segment'} was "
-                                f"lost: {lost}")
-            return None
-        if phase == "starting":
-            self._on_started(slot, result)
-            if self._weights_ref is not None:
-                self._collect(slot)
-            return None
-        slot.phase = "idle"
-        if result is None:  # collect abandoned: only when stopping
-            return None
-        if result.kind is FromActor.ERROR:
-            raise ActorFailedError.from_error(result.payload)
-        if not slot.spec.wait_for_new_weights:
-            self._collect(slot)  # async: the next segment starts at once, with the newest weights
-        return _writable(result.payload)
+    def _starting_up(self) -> bool:
+        """True while ``start()`` waits for the first incarnations (a failure fails the run)."""
+        return any(s.phase == "starting" and s.generation == 1 for s in self._slots)
 
     @staticmethod
     def _fetch(slot: _Slot, ref) -> tuple[Any, str | None]:
@@ -506,41 +498,40 @@ class RayBackend(ActorBackend):
         now = time.monotonic()
         for slot in self._slots:
             if slot.phase == "starting" and now - slot.since > self.start_timeout:
+                if slot.generation == 1:
+                    raise ActorFailedError(slot.actor_id, self._not_started_reason())
                 raise ActorFailedError(slot.actor_id, "its restart: " + self._not_started_reason())
-        collecting = [s for s in self._slots if s.phase == "collecting"
-                      and now - s.since > self.heartbeat_timeout]
-        if not collecting:
+        quiet = [s for s in self._slots if s.phase == "running"
+                 and now - s.since > self.heartbeat_timeout]
+        if not quiet:
             return
-        beats = {s.handle.beat_age.remote(): s for s in collecting}
+        beats = {s.handle.beat_age.remote(): s for s in quiet}
         ready, _ = ray.wait(list(beats), num_returns=len(beats), timeout=BEAT_ANSWER_S)
         for ref, slot in beats.items():
-            if slot.ref is None:
-                continue
             try:
                 age = ray.get(ref, timeout=0) if ref in ready else None
             except (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError):
-                continue  # its collect call fails too; handled when it is collected
-            if age is None or age > self.heartbeat_timeout:
-                why = ("no answer to a heartbeat question" if age is None
-                       else f"no stream step for {age:.0f} s")
-                ray.kill(slot.handle, no_restart=True)
-                slot.ref = None
-                self._restart(slot, f"it hung ({why})")
+                continue  # its next_report call fails too; handled when it is collected
+            if age is not None and age <= self.heartbeat_timeout:
+                slot.since = time.monotonic() - age  # alive (e.g. waiting for weights)
+                continue
+            why = ("no answer to a heartbeat question" if age is None
+                   else f"no stream step for {age:.0f} s")
+            self._restart(slot, f"it hung ({why})")
 
     def _restart(self, slot: _Slot, why: str) -> None:
         """Re-creates a dead or hung actor; the builds it left behind are killed meanwhile."""
-        if slot.phase == "collecting":  # its segment is lost with it
+        if slot.collecting:  # its rollout is lost with it
             self.dropped_rollouts += 1
-        try:
-            ray.kill(slot.handle, no_restart=True)
-        except Exception:  # noqa: BLE001 - already dead is the usual case
-            pass
+        ray.kill(slot.handle, no_restart=True)  # a dead actor is killed again, harmlessly
+        slot.ref = None
         node = (self._node_of(slot) or "?")[:8]
         cleanup = self._kill_leftover_builds(slot)
         if cleanup is not None:  # the replacement need not wait for it: see _kill_builds
             self._cleanups.append(cleanup)
         refused = slot.quota.try_consume()
         if refused is not None:
+            slot.phase = "stopped"
             raise ActorFailedError(slot.actor_id, f"{why}; not restarted: {refused} "
                                                   f"(restarts of this actor: {slot.restarts})")
         slot.restarts += 1
@@ -592,25 +583,23 @@ class RayBackend(ActorBackend):
         for slot in unborn:
             ray.kill(slot.handle, no_restart=True)
         live = [s for s in live if s not in unborn]
-        for slot in live:  # abandon running segments within one stream step
+        for slot in live:  # the loops stop within one stream step and close their builds
             slot.handle.request_stop.remote()
-        closing = {slot.handle.close.remote(): slot for slot in live}
-        ready, _ = ray.wait(list(closing), num_returns=len(closing), timeout=self.stop_timeout)
+        closing = {slot.handle.wait_closed.remote(self.stop_timeout): slot for slot in live}
+        ready, _ = ray.wait(list(closing), num_returns=len(closing),
+                            timeout=self.stop_timeout + BEAT_ANSWER_S)
         unclean = []
         for ref, slot in closing.items():
             closed = False
             if ref in ready:
                 try:
                     closed = bool(ray.get(ref, timeout=0))
-                except Exception:  # noqa: BLE001 - dead already: its builds may be left over
-                    closed = False
+                except (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError):
+                    closed = False  # dead already: its builds may be left over
             if not closed:
                 unclean.append(slot)
         for slot in live:
-            try:
-                ray.kill(slot.handle, no_restart=True)
-            except Exception:  # noqa: BLE001
-                pass
+            ray.kill(slot.handle, no_restart=True)
         for slot in live + unborn:
             slot.handle, slot.ref, slot.phase = None, None, "stopped"
         cleanups = self._cleanups + [ref for ref in (self._kill_leftover_builds(s)
