@@ -98,12 +98,13 @@ class _VersionOnlyLearner:
 
     def __init__(self, weights: dict):
         self.version = 0
+        self.agent_steps_collected = 0  # what PPOHost reads to drive the schedules
         self._weights = weights
 
     def weights(self) -> dict:
         return self._weights
 
-    def update(self, trajectories) -> dict:
+    def update(self, trajectories, collected_steps: int | None = None) -> dict:
         self.version += 1
         return {}
 

@@ -2,7 +2,9 @@
 
 A "balance" toy: each agent's observation drifts; an episode ends when |obs[0]| > 1 (reward
 -1, terminated) or after ``max_step`` decisions (interrupted); every other decision pays 0.1.
-Optionally raises after ``crash_after`` steps (to test actor failures).
+Optionally raises after ``crash_after`` steps (to test actor failures), fails to start
+(``start_error``), sleeps in every step (``step_delay``) or appends a line per step to the file
+``step_log`` (to see from outside whether an actor, in whatever process, is stepping).
 
 ``FakeBandit`` is a discrete behavior (reward 1 for the action the observation points at), and
 ``FakeMultiStream`` puts several fakes side by side as one multi-behavior stream.
@@ -49,7 +51,7 @@ class FakeStream(_SingleBehavior):
     def __init__(self, num_agents: int = 4, obs_dim: int = 3, act_dim: int = 2,
                  max_step: int = 30, crash_after: int | None = None, seed: int = 0,
                  step_delay: float = 0.0, build: int = 0, start_error: str | None = None,
-                 behavior: str = BEHAVIOR):
+                 behavior: str = BEHAVIOR, step_log: str | None = None):
         if start_error is not None:
             raise RuntimeError(start_error)
         self.spec = BehaviorSpec(
@@ -63,6 +65,7 @@ class FakeStream(_SingleBehavior):
         self.max_step = max_step
         self.crash_after = crash_after
         self.step_delay = step_delay
+        self.step_log = step_log
         self.steps = 0
         self.closed = False
 
@@ -81,6 +84,9 @@ class FakeStream(_SingleBehavior):
             raise RuntimeError(f"fake build crashed at step {self.steps}")
         if self.step_delay:
             time.sleep(self.step_delay)
+        if self.step_log is not None:
+            with open(self.step_log, "a") as log:
+                log.write(f"{self.steps}\n")
         actions = np.clip(np.asarray(actions, np.float32), -1, 1)
         n = len(self.keys)
         self.obs[:, 0] += 0.1 * (self.rng.normal(size=n) - actions[:, 0]) + 0.05 * self.obs[:, 0]

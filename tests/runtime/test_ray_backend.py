@@ -3,8 +3,11 @@
 End to end through ``train`` on the 3DBall stand-in: PPO and DDPG, sync and async, with actors
 on both nodes; an actor killed mid-run (SIGKILL or ``ray.kill``) is replaced and the run finishes
 its steps; an exhausted restart budget names the actor; a SIGKILLed trainer leaves nothing.
-Backend-level checks over in-process fake streams (no builds): actor errors with tracebacks, a
-hung actor, an actor no node can place, the leftover-build clean-up, and a private Ray instance.
+Backend-level checks over in-process fake streams (no builds): the actor loop, not the driver,
+decides when to collect (a sync actor sends one rollout per publication and stops stepping, an
+async one goes on), a sync replacement waits for the next round, actor errors and start
+failures with tracebacks, a hung actor, an actor no node can place, the leftover-build clean-up,
+and a private Ray instance.
 """
 from __future__ import annotations
 
@@ -315,6 +318,86 @@ def test_actor_exception_carries_its_traceback_and_stop_is_idempotent(ray_cluste
     assert not ray.is_initialized()
 
 
+def steps_logged(path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def test_the_actor_loop_decides_when_to_collect(ray_cluster, tmp_path):
+    """One publication: the sync actor (0) sends one rollout and stops stepping until the next;
+    the async actor (1) keeps collecting with the weights it has."""
+    logs = [tmp_path / "steps0", tmp_path / "steps1"]
+    specs = [fake_spec(0, sync=True, step_log=str(logs[0])),
+             fake_spec(1, sync=False, step_log=str(logs[1]))]
+    backend = make_backend("ray", specs, address=ray_cluster.address)
+    try:
+        infos = backend.start()
+        assert [steps_logged(log) for log in logs] == [0, 0]   # no weights: no steps
+        backend.broadcast(weights_for(infos[0], 1))
+        got = []
+        while got.count((1, 1)) < 4 or (0, 1) not in got:
+            rollout = backend.receive(timeout=60)
+            got.append((rollout.actor_id, rollout.publication))
+        assert got.count((0, 1)) == 1 and got.count((1, 1)) == 4
+        assert set(got) == {(0, 1), (1, 1)}
+        waited = steps_logged(logs[0])
+        time.sleep(1.5)                     # more than one wait slice of the sync loop
+        assert steps_logged(logs[0]) == waited > 0             # it waits, not steps
+        assert steps_logged(logs[1]) > 0
+        backend.broadcast(weights_for(infos[0], 2))
+        rollout = backend.receive(timeout=60)
+        while rollout.actor_id != 0:
+            assert rollout.publication in (1, 2)
+            rollout = backend.receive(timeout=60)
+        assert rollout.publication == 2 and steps_logged(logs[0]) > waited
+    finally:
+        backend.stop()
+    assert_gone(backend.actor_pids())
+
+
+def test_sync_replacement_of_an_actor_that_had_delivered_waits_for_the_next_round(ray_cluster):
+    """Actor 1 dies after delivering its rollout of the round: its replacement must not send a
+    second one for that round (the runner would get two from actor 1), only the next round's."""
+    specs = [fake_spec(0, sync=True, step_delay=0.05), fake_spec(1, sync=True)]
+    backend = make_backend("ray", specs, address=ray_cluster.address, max_restarts=1)
+    try:
+        infos = backend.start()
+        backend.broadcast(weights_for(infos[0], 1))
+        first = backend.receive(timeout=60)
+        assert (first.actor_id, first.publication) == (1, 1)   # the fast one
+        ray.kill(backend.actor_handles()[1], no_restart=True)
+        second = backend.receive(timeout=60)
+        assert (second.actor_id, second.publication) == (0, 1)
+        extra = []
+        deadline = time.monotonic() + 60
+        while len(backend.incarnations()[1]) < 2:               # until the replacement is up
+            assert time.monotonic() < deadline, "no replacement"
+            extra.append(backend.receive(timeout=0.2))
+        extra.append(backend.receive(timeout=1.5))
+        assert [r for r in extra if r is not None] == []        # it waits for new weights
+        assert backend.restarts == 1 and backend.dropped_rollouts == 0
+        backend.broadcast(weights_for(infos[0], 2))
+        got = sorted((r.actor_id, r.publication) for r in (backend.receive(timeout=60),
+                                                           backend.receive(timeout=60)))
+        assert got == [(0, 2), (1, 2)]
+    finally:
+        backend.stop()
+    assert_gone(pid for incarnation in backend.incarnations() for _, pid in incarnation)
+
+
+def test_a_start_failure_names_the_actor_with_its_traceback(ray_cluster):
+    bad = dataclasses.replace(fake_spec(1, sync=True), stream_factory=functools.partial(
+        FakeStream, start_error="no build here"))
+    backend = make_backend("ray", [fake_spec(0, sync=True), bad], address=ray_cluster.address)
+    with pytest.raises(ActorFailedError) as failure:
+        backend.start()
+    text = str(failure.value)
+    assert failure.value.actor_id == 1 and failure.value.error is not None
+    assert text.startswith("actor 1 failed: builtins.RuntimeError: no build here")
+    assert "traceback in actor 1" in text and "fakes.py" in text
+    assert backend.restarts == 0 and not ray.is_initialized()   # stopped and disconnected
+    assert_gone(pid for pid in backend.actor_pids() if pid)
+
+
 def test_without_address_a_local_ray_is_started_and_shut_down(ray_cluster):
     """In a fresh process (this one is connected to the session's cluster)."""
     script = """
@@ -398,56 +481,3 @@ def test_leftover_build_clean_up_kills_only_the_dead_incarnation_s_builds(ray_cl
             proc.kill()
             proc.wait()
 
-
-def _rollouts_within(backend, seconds: float) -> list:
-    """Every rollout that arrives within ``seconds``."""
-    out, deadline = [], time.monotonic() + seconds
-    while (left := deadline - time.monotonic()) > 0:
-        rollout = backend.receive(timeout=left)
-        if rollout is not None:
-            out.append(rollout)
-    return out
-
-
-def test_sync_actors_collect_once_per_publication_as_their_loop_decides(ray_cluster):
-    """The driver makes no sync/async decision: the actors' loop waits for newer weights."""
-    backend = make_backend("ray", [fake_spec(0, sync=True), fake_spec(1, sync=True)],
-                           address=ray_cluster.address)
-    try:
-        infos = backend.start()
-        backend.broadcast(weights_for(infos[0], 1))
-        first = sorted((r.actor_id, r.publication) for r in (backend.receive(timeout=60),
-                                                             backend.receive(timeout=60)))
-        assert first == [(0, 1), (1, 1)]
-        assert _rollouts_within(backend, 3.0) == []  # no newer weights: nothing more
-        backend.broadcast(weights_for(infos[0], 2))
-        second = sorted((r.actor_id, r.publication) for r in (backend.receive(timeout=60),
-                                                              backend.receive(timeout=60)))
-        assert second == [(0, 2), (1, 2)]
-    finally:
-        backend.stop()
-
-
-def test_async_actors_keep_collecting_without_new_weights(ray_cluster):
-    backend = make_backend("ray", [fake_spec(0, sync=False)], address=ray_cluster.address)
-    try:
-        infos = backend.start()
-        backend.broadcast(weights_for(infos[0], 1))
-        rollouts = [backend.receive(timeout=60) for _ in range(3)]
-        assert [(r.actor_id, r.publication) for r in rollouts] == [(0, 1)] * 3
-        backend.broadcast(weights_for(infos[0], 2))
-        later = _rollouts_within(backend, 5.0)
-        assert later and later[-1].publication == 2  # picked up between rollouts
-    finally:
-        backend.stop()
-
-
-def test_a_start_failure_names_the_actor_with_its_traceback(ray_cluster):
-    specs = [fake_spec(0, sync=True), fake_spec(1, sync=True, start_error="no build here")]
-    backend = make_backend("ray", specs, address=ray_cluster.address)
-    with pytest.raises(ActorFailedError) as failure:
-        backend.start()
-    text = str(failure.value)
-    assert failure.value.actor_id == 1 and "no build here" in text
-    assert "traceback in actor 1" in text
-    assert not ray.is_initialized()
