@@ -129,7 +129,8 @@ def main() -> None:
     out = Path(output)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
-        "benchmark": "env_throughput", "build": args.build, "seconds": args.seconds, "repeats": args.repeats,
+        "benchmark": "env_throughput", "build": args.build, "seconds": args.seconds,
+        "repeats": args.repeats,
         "cpu_count": os.cpu_count(), "python": platform.python_version(),
         "load_avg_1m_at_end": os.getloadavg()[0],
         "stock": stock_info,

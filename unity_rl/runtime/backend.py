@@ -26,7 +26,8 @@ from __future__ import annotations
 import abc
 import logging
 import os
-from typing import Collection, Sequence
+import time
+from typing import Any, Callable, Collection, Sequence
 
 import psutil
 
@@ -65,6 +66,23 @@ def limit_torch_threads(num_threads: int) -> None:
         torch.set_num_interop_threads(1)
     except RuntimeError:  # already fixed once parallel work ran; harmless
         logger.debug("torch inter-op threads already fixed in this process")
+
+
+def receive_in_slices(pending: list, pump: Callable[[float], None], timeout: float | None,
+                      slice_s: float) -> Any:
+    """``ActorBackend.receive`` over a backend's ``pending`` rollouts and its ``pump(seconds)``,
+    which waits up to that long for reports (appending rollouts to ``pending``) and then checks
+    liveness: pumps in slices of at most ``slice_s`` until a rollout is pending (it is popped)
+    or ``timeout`` passes (None)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not pending:
+        wait_s = slice_s
+        if deadline is not None:
+            wait_s = max(0.0, min(slice_s, deadline - time.monotonic()))
+        pump(wait_s)
+        if not pending and deadline is not None and time.monotonic() >= deadline:
+            return None
+    return pending.pop(0)
 
 
 def kill_tagged_processes(tags: Collection[str], *, builds_only: bool = False) -> list[int]:

@@ -60,6 +60,7 @@ from unity_rl.runtime.backend import (
     actor_restart_quota,
     kill_tagged_processes,
     limit_torch_threads,
+    receive_in_slices,
 )
 from unity_rl.runtime.messages import (
     ActorFailedError,
@@ -189,15 +190,7 @@ class LocalProcessBackend(ActorBackend):
                 self._send(slot, weights)
 
     def receive(self, timeout: float | None = None) -> Rollout | None:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._pending:
-            slice_s = LIVENESS_SLICE_S
-            if deadline is not None:
-                slice_s = max(0.0, min(slice_s, deadline - time.monotonic()))
-            self._pump(slice_s)
-            if not self._pending and deadline is not None and time.monotonic() >= deadline:
-                return None
-        return self._pending.pop(0)
+        return receive_in_slices(self._pending, self._pump, timeout, LIVENESS_SLICE_S)
 
     def stop(self) -> None:
         if self._stopped:

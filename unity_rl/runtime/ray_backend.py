@@ -67,6 +67,7 @@ from unity_rl.runtime.backend import (
     actor_restart_quota,
     kill_tagged_processes,
     limit_torch_threads,
+    receive_in_slices,
 )
 from unity_rl.runtime.messages import (
     ActorFailedError,
@@ -290,13 +291,8 @@ class RayBackend(ActorBackend):
             self._connect()
             for slot in self._slots:
                 self._launch(slot)
-            deadline = time.monotonic() + self.start_timeout
             while any(slot.phase == "starting" for slot in self._slots):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    slot = next(s for s in self._slots if s.phase == "starting")
-                    raise ActorFailedError(slot.actor_id, self._not_started_reason())
-                self._pump(min(LIVENESS_SLICE_S, remaining))
+                self._pump(LIVENESS_SLICE_S)  # fails an actor not up after start_timeout
         except BaseException:
             self.stop()
             raise
@@ -310,15 +306,7 @@ class RayBackend(ActorBackend):
                 self._send(slot)
 
     def receive(self, timeout: float | None = None) -> Rollout | None:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._pending:
-            slice_s = LIVENESS_SLICE_S
-            if deadline is not None:
-                slice_s = max(0.0, min(slice_s, deadline - time.monotonic()))
-            self._pump(slice_s)
-            if not self._pending and deadline is not None and time.monotonic() >= deadline:
-                return None
-        return self._pending.pop(0)
+        return receive_in_slices(self._pending, self._pump, timeout, LIVENESS_SLICE_S)
 
     def stop(self) -> None:
         if self._stopped:

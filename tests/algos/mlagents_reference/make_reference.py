@@ -3,11 +3,12 @@
 Run with the Python of an mlagents-learn venv (never this project's: the two do not install
 side by side), from the repository root::
 
-    bash ../shared/mlagents_learn/install.sh /tmp/mlal
-    /tmp/mlal/venv/bin/python tests/algos/mlagents_reference/make_reference.py
+    bash ../shared/mlagents_learn/install.sh DIR      # any folder outside the repository
+    DIR/venv/bin/python tests/algos/mlagents_reference/make_reference.py
 
 For each case (discrete with masks, continuous, hybrid on vector observations; a camera
-image beside a vector through the ``simple`` encoder; no normalisation) this builds ML-Agents' ``PPOTrainer`` with its policy and optimiser, samples
+image beside a vector through the ``simple`` encoder; no normalisation) this builds ML-Agents'
+``PPOTrainer`` with its policy and optimiser, samples
 trajectories of random observations with ML-Agents' own policy, feeds them through the trainer's
 ``_process_trajectory`` (value estimates, GAE) and runs ``_update_policy`` once. One minibatch
 per epoch (``batch_size`` = the buffer), so ML-Agents' shuffling does not matter. It saves the
