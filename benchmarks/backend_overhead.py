@@ -111,13 +111,13 @@ class _VersionOnlyLearner:
 
 def transport_run(params: dict) -> dict:
     from tests.runtime.fakes import BEHAVIOR, FakeStream
-    from unity_rl.algos.nets import NetworkConfig
-    from unity_rl.algos.ppo import PPOConfig, PPOLearner
+    from unity_rl.algorithms.network_config import NetworkConfig
+    from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner
     from unity_rl.runtime.actor import ActorSpec, StreamSettings
     from unity_rl.runtime.algorithm import BehaviorPlan
     from unity_rl.runtime.backend import make_backend
-    from unity_rl.runtime.onpolicy import PPOHost
-    from unity_rl.runtime.policies import ppo_policy
+    from unity_rl.algorithms.ppo.host import PPOHost
+    from unity_rl.algorithms.ppo.acting import ppo_policy
     from unity_rl.runtime.runners import SyncRunner
 
     net = NetworkConfig(normalize=True, hidden_units=128, num_layers=2)

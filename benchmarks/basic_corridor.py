@@ -27,9 +27,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from unity_rl.algos.nets import NetworkConfig  # noqa: E402
-from unity_rl.algos.ppo import PPOConfig, PPOLearner, PPOPolicy  # noqa: E402
-from unity_rl.algos.types import Trajectory  # noqa: E402
+from unity_rl.algorithms.nets import NetworkConfig  # noqa: E402
+from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner, PPOPolicy  # noqa: E402
+from unity_rl.algorithms.types import Trajectory  # noqa: E402
 
 CELLS, START, SMALL, LARGE, MAX_STEPS = 20, 10, 7, 17, 100
 BASIC_HYPERPARAMETERS = dict(minibatch_size=32, buffer_size=256, learning_rate=3e-4, ent_coef=5e-3,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from unity_rl.algos.ddpg import DDPGConfig
-from unity_rl.algos.nets import NetworkConfig
-from unity_rl.algos.ppo import PPOConfig
+from unity_rl.algorithms.ddpg.learner import DDPGConfig
+from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.algorithms.ppo.learner import PPOConfig
 from unity_rl.config import (ConfigError, RunConfig, apply_overrides, dump_config, load_config,
                              parse_config, select_behavior, write_config)
 

@@ -11,8 +11,8 @@ import pytest
 import torch
 from torch import nn
 
-from unity_rl.algos.nets import NetworkConfig
-from unity_rl.algos.ppo import PPOConfig, PPOLearner, PPOPolicy
+from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner, PPOPolicy
 from unity_rl.export import export_onnx
 
 
@@ -197,7 +197,7 @@ def test_hybrid_output_names_and_order(tmp_path):
 
 
 def test_ddpg_image_and_vector_round_trip(tmp_path):
-    from unity_rl.algos.ddpg import DDPGConfig, DDPGLearner
+    from unity_rl.algorithms.ddpg.learner import DDPGConfig, DDPGLearner
 
     learner = DDPGLearner(IMAGE_AND_VECTOR, CONTINUOUS, DDPGConfig(), 16, 1, normalize=True,
                           seed=0, vis_encode_type="match3")
@@ -224,7 +224,7 @@ def _saved_policy(tmp_path, learner, obs_shapes, spec, net, trainer_type="ppo"):
 
 @pytest.mark.parametrize("trainer_type", ["ppo", "ddpg"])
 def test_saved_policy_with_an_image_rebuilds_its_encoder_and_exports(tmp_path, trainer_type):
-    from unity_rl.algos.ddpg import DDPGConfig, DDPGLearner
+    from unity_rl.algorithms.ddpg.learner import DDPGConfig, DDPGLearner
     from unity_rl.export import export_checkpoint, load_policy
 
     net = NetworkConfig(normalize=True, hidden_units=16, vis_encode_type="resnet")

@@ -148,7 +148,7 @@ def export_onnx(module: nn.Module, obs_shapes: Any, action_spec: Any,
     ``visual_scale`` multiplies the [0, 1] images Unity feeds before ``module`` (1: none).
     The file is written atomically (temp file, then rename).
     """
-    from unity_rl.algos.encoders import as_obs_shapes
+    from unity_rl.algorithms.encoders import as_obs_shapes
     from unity_rl.checkpoint import atomic_write
 
     continuous_size = int(getattr(action_spec, "continuous_size", 0))
@@ -255,8 +255,8 @@ def load_policy(path: str | os.PathLike, run_dir: str | os.PathLike | None = Non
 
     ``run_dir`` is accepted for symmetry with the CLI; both files are self-contained.
     """
-    from unity_rl.algos.nets import NetworkConfig
-    from unity_rl.algos.ppo import PPOPolicy
+    from unity_rl.algorithms.network_config import NetworkConfig
+    from unity_rl.algorithms.registry import trainer_type
     from unity_rl.checkpoint import CheckpointError, load_checkpoint
 
     del run_dir
@@ -266,20 +266,16 @@ def load_policy(path: str | os.PathLike, run_dir: str | os.PathLike | None = Non
     if missing or not ("learner" in state or "weights" in state):
         raise CheckpointError(f"'{path}' is not a unity_rl policy or training checkpoint "
                               f"(missing {', '.join(missing) or 'learner/weights'}).")
-    if state["trainer_type"] not in ("ppo", "ddpg"):
-        raise CheckpointError(f"'{path}' holds a {state['trainer_type']!r} policy; only PPO "
-                              f"and DDPG policies can be loaded.")
+    try:
+        spec_of_type = trainer_type(state["trainer_type"])
+    except KeyError as err:
+        raise CheckpointError(f"'{path}' holds a {state['trainer_type']!r} policy, which this "
+                              f"unity_rl cannot load: {err.args[0]}") from None
     continuous_size, branches = state["action_spec"]
     spec = ActionLayout(int(continuous_size), tuple(int(b) for b in branches))
     network = NetworkConfig(**dict(state["network"]))
     try:
-        if state["trainer_type"] == "ddpg":
-            module = _ddpg_module(state, spec, network)
-        else:
-            weights = _ppo_weights(state)
-            policy = PPOPolicy(_network_shapes(state, weights), spec, network)
-            policy.load_weights(weights)
-            module = policy.export_module()
+        module = spec_of_type.load_policy_module(state, spec, network)
     except (KeyError, RuntimeError, ValueError) as err:
         raise CheckpointError(f"'{path}': the saved weights do not fit the saved network "
                               f"settings: {err}") from err
@@ -288,37 +284,6 @@ def load_policy(path: str | os.PathLike, run_dir: str | os.PathLike | None = Non
                         behavior_name=str(state["behavior_name"]),
                         obs_shapes=tuple(tuple(int(d) for d in s) for s in shapes),
                         action_spec=spec, agent_steps=int(state.get("agent_steps", 0)))
-
-
-def _network_shapes(state: dict, weights: dict):
-    """The observation shapes the saved network was built from: recorded with its weights, or
-    (older files) one flat vector of ``obs_dim`` (the network was an MLP on the flat row)."""
-    return weights.get("obs_shapes") or int(state["obs_dim"])
-
-
-def _ppo_weights(state: dict) -> dict:
-    if state.get("weights") is not None:
-        return state["weights"]
-    learner = state["learner"]
-    return {"model": learner["model"], "normalizer": learner["normalizer"],
-            "version": learner.get("version", 0), "obs_shapes": learner.get("obs_shapes"),
-            "arch": learner.get("arch")}  # None (older files): PPOPolicy's LEGACY_ARCH
-
-
-def _ddpg_module(state: dict, spec, network):
-    """The deterministic DDPG actor (normalisation folded in) from a .pt or a checkpoint."""
-    from unity_rl.algos.ddpg import DDPGConfig, DDPGPolicy, ExportedActor
-
-    weights = state.get("weights")
-    if weights is None:  # a training checkpoint: the learner state, possibly inside its host's
-        learner = state["learner"]
-        weights = learner if "actor" in learner else learner["ddpg"]
-    policy = DDPGPolicy(_network_shapes(state, weights), spec, DDPGConfig(), network.hidden_units,
-                        network.num_layers, network.normalize,
-                        vis_encode_type=network.vis_encode_type)
-    policy.load_weights({"actor": weights["actor"], "normalizer": weights["normalizer"],
-                         "version": weights.get("version", 0)})
-    return ExportedActor(policy.actor, policy.normalizer)
 
 
 def export_checkpoint(path: str | os.PathLike, output: str | os.PathLike | None = None, *,

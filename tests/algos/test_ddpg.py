@@ -8,11 +8,11 @@ import pytest
 import torch
 from mlagents_envs.base_env import ActionSpec
 
-from unity_rl.algos.ddpg import (DDPGConfig, DDPGLearner, DDPGPolicy, continuous_action_size,
+from unity_rl.algorithms.ddpg.learner import (DDPGConfig, DDPGLearner, DDPGPolicy, continuous_action_size,
                                  updates_owed)
-from unity_rl.algos.noise import GaussianNoise, OrnsteinUhlenbeckNoise
-from unity_rl.algos.replay import ReplayBuffer
-from unity_rl.algos.types import TransitionBatch
+from unity_rl.algorithms.noise import GaussianNoise, OrnsteinUhlenbeckNoise
+from unity_rl.replay.buffers import ReplayBuffer
+from unity_rl.algorithms.types import TransitionBatch
 
 SPEC = ActionSpec.create_continuous(2)
 

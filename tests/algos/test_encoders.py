@@ -8,10 +8,10 @@ import pytest
 import torch
 from torch import nn
 
-from unity_rl.algos.encoders import (MIN_RESOLUTION, VISUAL_ENCODERS, FoldedNormalizer,
+from unity_rl.algorithms.encoders import (MIN_RESOLUTION, VISUAL_ENCODERS, FoldedNormalizer,
                                      ObservationEncoder, ObservationLayout, ResNetBlock,
                                      concat_inputs, visual_encoder)
-from unity_rl.algos.nets import VIS_ENCODE_TYPES, NetworkConfig
+from unity_rl.algorithms.network_config import VIS_ENCODE_TYPES, NetworkConfig
 
 CONVS = {"simple": 2, "nature_cnn": 3, "match3": 2, "fully_connected": 0, "resnet": 3 + 3 * 2 * 2}
 
@@ -126,8 +126,8 @@ def test_concat_inputs_accepts_separate_observations_or_the_flat_row():
 
 @pytest.mark.parametrize("make", ["ppo", "ddpg"])
 def test_learners_leave_torch_global_state_alone_and_seed_their_init(make):
-    from unity_rl.algos.ddpg import DDPGConfig, DDPGLearner
-    from unity_rl.algos.ppo import PPOConfig, PPOLearner
+    from unity_rl.algorithms.ddpg.learner import DDPGConfig, DDPGLearner
+    from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner
 
     spec = SimpleNamespace(continuous_size=2, discrete_branches=())
 

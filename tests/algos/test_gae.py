@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from unity_rl.algos.gae import compute_gae
+from unity_rl.algorithms.gae import compute_gae
 
 REWARDS = np.array([1.0, 2.0], np.float32)
 VALUES = np.array([0.5, 1.0], np.float32)

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 import torch
 
-from unity_rl.algos.nets import NetworkConfig
-from unity_rl.algos.ppo import PPOConfig, PPOLearner
-from unity_rl.algos.types import Trajectory
+from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner
+from unity_rl.algorithms.types import Trajectory
 
 REFERENCE = Path(__file__).resolve().parent / "mlagents_reference"
 CASES = ("discrete", "continuous", "hybrid", "visual")

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from unity_rl.algos.nets import NetworkConfig
-from unity_rl.algos.ppo import (PPOConfig, PPOLearner, PPOPolicy, clipped_surrogate_loss,
+from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.algorithms.ppo.learner import (PPOConfig, PPOLearner, PPOPolicy, clipped_surrogate_loss,
                                 decayed, value_loss)
-from unity_rl.algos.types import Trajectory
+from unity_rl.algorithms.types import Trajectory
 
 CONTINUOUS = SimpleNamespace(continuous_size=1, discrete_branches=())
 DISCRETE = SimpleNamespace(continuous_size=0, discrete_branches=(3, 2))

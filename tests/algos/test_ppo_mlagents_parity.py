@@ -12,14 +12,14 @@ import pytest
 import torch
 from torch import nn
 
-from unity_rl.algos import ppo as ppo_module
-from unity_rl.algos.distributions import DiagGaussian, MaskedMultiCategorical
-from unity_rl.algos.encoders import Swish
-from unity_rl.algos.nets import NetworkConfig
-from unity_rl.algos.ppo import (PPOConfig, PPOLearner, PPOPolicy, clipped_surrogate_loss,
+from unity_rl.algorithms import ppo as ppo_module
+from unity_rl.algorithms.distributions import DiagGaussian, MaskedMultiCategorical
+from unity_rl.algorithms.encoders import Swish
+from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.algorithms.ppo.learner import (PPOConfig, PPOLearner, PPOPolicy, clipped_surrogate_loss,
                                 decayed, minibatch_indices)
-from unity_rl.algos.types import Segment, Trajectory
-from unity_rl.runtime.onpolicy import PPOHost
+from unity_rl.algorithms.types import Segment, Trajectory
+from unity_rl.algorithms.ppo.host import PPOHost
 
 CONTINUOUS2 = SimpleNamespace(continuous_size=2, discrete_branches=())
 DISCRETE = SimpleNamespace(continuous_size=0, discrete_branches=(3, 2))

@@ -11,8 +11,8 @@ import time
 import numpy as np
 import pytest
 
-from unity_rl.algos.replay import ReplayBuffer, ReplayLockTimeout, SharedReplayBuffer, per_beta
-from unity_rl.algos.types import TransitionBatch
+from unity_rl.replay.buffers import ReplayBuffer, ReplayLockTimeout, SharedReplayBuffer, per_beta
+from unity_rl.algorithms.types import TransitionBatch
 
 OBS_DIM, ACT_DIM = 3, 2
 

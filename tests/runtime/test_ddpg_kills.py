@@ -12,14 +12,14 @@ import pytest
 
 from tests.runtime.fakes import BEHAVIOR, FakeStream
 from tests.runtime.helpers import RandomKiller, assert_gone, live_descendants
-from unity_rl.algos.ddpg import DDPGConfig, DDPGLearner
-from unity_rl.algos.nets import NetworkConfig
-from unity_rl.algos.replay import SharedReplayBuffer
+from unity_rl.algorithms.ddpg.learner import DDPGConfig, DDPGLearner
+from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.replay.buffers import SharedReplayBuffer
 from unity_rl.runtime.actor import ActorSpec, StreamSettings
 from unity_rl.runtime.algorithm import BehaviorPlan
 from unity_rl.runtime.local import LocalProcessBackend
-from unity_rl.runtime.offpolicy import DDPGHost
-from unity_rl.runtime.policies import ddpg_policy
+from unity_rl.algorithms.ddpg.host import DDPGHost
+from unity_rl.algorithms.ddpg.acting import ddpg_policy
 from unity_rl.runtime.runners import AsyncRunner
 
 NET = NetworkConfig(normalize=False, hidden_units=16, num_layers=1)

@@ -15,10 +15,10 @@ from mlagents_envs.base_env import ActionSpec
 from tests.runtime.fakes import BEHAVIOR, FakeStream
 from tests.runtime.helpers import REPO_ROOT, checkpoint_entry, live_descendants
 from tests.runtime.test_collector import act, result
-from unity_rl.algos.ddpg import DDPGConfig, DDPGLearner
-from unity_rl.algos.nets import NetworkConfig
-from unity_rl.algos.replay import ReplayBuffer, SharedReplayBuffer
-from unity_rl.algos.types import Trajectory, TransitionBatch
+from unity_rl.algorithms.ddpg.learner import DDPGConfig, DDPGLearner
+from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.replay.buffers import ReplayBuffer, SharedReplayBuffer
+from unity_rl.algorithms.types import Trajectory, TransitionBatch
 from unity_rl.config import ConfigError, FrozenMap, apply_overrides, load_config
 from unity_rl.metrics import read_progress
 from unity_rl.runtime.actor import Actor, ActorSpec, StreamSettings
@@ -26,13 +26,13 @@ from unity_rl.runtime.collector import TrajectoryCollector
 from unity_rl.runtime.algorithm import BehaviorPlan
 from unity_rl.runtime.messages import BehaviorWeights, PolicyWeights, Rollout
 from unity_rl.runtime.runners import AsyncRunner, SyncRunner
-from unity_rl.runtime.offpolicy import DDPGHost, restore_replay
-from unity_rl.runtime.offpolicy_actor import (
+from unity_rl.algorithms.ddpg.host import DDPGHost, restore_replay
+from unity_rl.algorithms.ddpg.acting import (
     DDPGActorPolicy,
     carried_priorities,
     trajectories_to_transitions,
 )
-from unity_rl.runtime.policies import ddpg_policy
+from unity_rl.algorithms.ddpg.acting import ddpg_policy
 from unity_rl.runtime.trainer import train
 
 CONFIG = REPO_ROOT / "configs" / "ddpg" / "3dball.yaml"
@@ -355,7 +355,7 @@ class ScriptedBackend:
 
 
 def random_rollout(actor_id: int, version: int, steps: int, seed: int):
-    from unity_rl.algos.types import Segment
+    from unity_rl.algorithms.types import Segment
     rng = np.random.default_rng(seed)
     t = Trajectory(rng.normal(size=(steps, 3)).astype(np.float32),
                    rng.uniform(-1, 1, (steps, 2)).astype(np.float32),
@@ -435,7 +435,7 @@ def test_replay_buffer_is_saved_only_when_asked():
 
 
 def test_replay_footprint_matches_the_documented_cost():
-    from unity_rl.runtime.offpolicy import replay_footprint
+    from unity_rl.algorithms.ddpg.host import replay_footprint
 
     assert replay_footprint(200_000, 8, 2) == (80, 16_000_000)   # configs/ddpg/3dball.yaml
     buffer = ReplayBuffer(10, 8, 2)

@@ -26,8 +26,8 @@ import pytest
 
 from tests.runtime.fakes import BEHAVIOR, FakeStream
 from tests.runtime.helpers import assert_gone, REPO_ROOT, live_descendants, tiny_config
-from unity_rl.algos.nets import NetworkConfig
-from unity_rl.algos.ppo import PPOConfig, PPOLearner
+from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner
 from unity_rl.checkpoint import CheckpointManager
 from unity_rl.config import FrozenMap, apply_overrides, load_config
 from unity_rl.metrics import read_progress
@@ -36,7 +36,7 @@ from unity_rl.runtime.actor import ActorSpec, StreamSettings
 from unity_rl.runtime.backend import make_backend
 from unity_rl.runtime.algorithm import BehaviorPlan
 from unity_rl.runtime.messages import ActorFailedError, BehaviorWeights, PolicyWeights
-from unity_rl.runtime.policies import ppo_policy
+from unity_rl.algorithms.ppo.acting import ppo_policy
 
 ray = pytest.importorskip("ray")
 

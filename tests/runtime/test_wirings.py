@@ -9,14 +9,14 @@ import pytest
 
 from tests.runtime.fakes import BANDIT, BEHAVIOR, FakeStream, two_behaviors
 from tests.runtime.helpers import live_descendants
-from unity_rl.algos.nets import NetworkConfig
-from unity_rl.algos.ppo import PPOConfig, PPOLearner
+from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner
 from unity_rl.runtime.actor import Actor, ActorSpec, StreamSettings
 from unity_rl.runtime.algorithm import BehaviorPlan
 from unity_rl.runtime.local import LocalProcessBackend
 from unity_rl.runtime.messages import ActorFailedError, BehaviorWeights, PolicyWeights, Rollout
-from unity_rl.runtime.onpolicy import PPOHost
-from unity_rl.runtime.policies import ppo_policy
+from unity_rl.algorithms.ppo.host import PPOHost
+from unity_rl.algorithms.ppo.acting import ppo_policy
 from unity_rl.runtime.runners import AsyncRunner, SyncRunner
 
 NET = NetworkConfig(normalize=True, hidden_units=16, num_layers=1)
@@ -256,7 +256,7 @@ class CountingLearner:
 
 
 def rollout(actor_id, version, steps, returns=(), behavior=BEHAVIOR):
-    from unity_rl.algos.types import Segment, Trajectory
+    from unity_rl.algorithms.types import Segment, Trajectory
     traj = Trajectory(np.zeros((steps, 1), np.float32), np.zeros((steps, 1), np.float32),
                       np.zeros(steps, np.float32), np.zeros(steps, np.float32),
                       np.zeros(steps, np.float32), np.zeros(1, np.float32), False)

@@ -5,7 +5,7 @@ One format, the one ``mlagents-learn`` reads, so that its users keep their files
 
     behaviors:
       3DBall:                       # one section per behavior name (Unity's name before '?')
-        trainer_type: ppo           # ppo | ddpg
+        trainer_type: ppo           # a name in unity_rl.algorithms.registry (ppo | ddpg)
         hyperparameters: {batch_size: 64, buffer_size: 12000, learning_rate: 3.0e-4, ...}
         network_settings: {normalize: true, hidden_units: 128, num_layers: 2}
         reward_signals: {extrinsic: {gamma: 0.99, strength: 1.0}}
@@ -34,15 +34,16 @@ the wrong type or out of range raises ``ConfigError`` naming the file, the secti
 features that unity_rl does not implement (curiosity, GAIL, RND, memory, behavioral cloning,
 self-play, ...) are refused by name; only the values that mean "feature off" (``memory: null``,
 ...) are accepted; ``threaded`` is accepted either way (it changes nothing here). Every
-``vis_encode_type`` is implemented (``unity_rl.algos.encoders``).
+``vis_encode_type`` is implemented (``unity_rl.algorithms.encoders``).
 
 The package splits by concern: ``sections`` (the dataclasses), ``keys`` (YAML keys <-> fields),
 ``parsing`` (strict loading), ``overrides`` (command-line values), ``dump`` (writing it back).
 
-PPO hyperparameters keep ML-Agents' YAML keys and land in ``PPOConfig``, whose fields carry the
-paper's names (``epsilon`` -> ``clip_coef``, ``lambd`` -> ``gae_lambda``, ``beta`` ->
-``ent_coef``...); see ``PPO_KEYS``.  DDPG hyperparameters use ``DDPGConfig``'s field names.  The
-discount comes from ``reward_signals.extrinsic.gamma`` as in ML-Agents.
+``hyperparameters`` are read by the trainer type's spec (``unity_rl.algorithms.registry``): its
+torch-free config dataclass and YAML keys. PPO keeps ML-Agents' keys and lands in ``PPOConfig``,
+whose fields carry the paper's names (``epsilon`` -> ``clip_coef``, ``lambd`` -> ``gae_lambda``,
+``beta`` -> ``ent_coef``...).  The discount comes from ``reward_signals.extrinsic.gamma`` as in
+ML-Agents. Importing this package imports no torch.
 
 YAML floats: PyYAML reads ``3e-4`` (no dot) as a *string*; ML-Agents' loader converts it
 silently.  We read such numbers as floats (YAML 1.2 rules), so the same files load.
@@ -50,11 +51,9 @@ silently.  We read such numbers as floats (YAML 1.2 rules), so the same files lo
 from __future__ import annotations
 
 from unity_rl.config.dump import config_to_yaml, dump_config, write_config
-from unity_rl.config.keys import PPO_KEYS
 from unity_rl.config.overrides import OVERRIDES, apply_overrides, select_behavior
 from unity_rl.config.parsing import load_config, parse_config
 from unity_rl.config.sections import (
-    HYPERPARAMETERS,
     SAMPLER_PARAMETERS,
     BehaviorConfig,
     CheckpointConfig,
@@ -69,7 +68,7 @@ from unity_rl.config.sections import (
 )
 
 __all__ = [
-    "HYPERPARAMETERS", "OVERRIDES", "PPO_KEYS", "SAMPLER_PARAMETERS", "BehaviorConfig",
+    "OVERRIDES", "SAMPLER_PARAMETERS", "BehaviorConfig",
     "CheckpointConfig", "ConfigError", "EngineConfig", "EnvConfig", "EnvironmentParameter",
     "FrozenMap", "RunConfig", "TorchConfig", "UnityRLConfig", "apply_overrides",
     "config_to_yaml", "dump_config", "load_config", "parse_config", "select_behavior",

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from unity_rl.algorithms.registry import trainer_type as trainer_type_spec
 from unity_rl.config.sections import (
-    HYPERPARAMETERS,
     CheckpointConfig,
     EngineConfig,
     EnvConfig,
@@ -12,45 +12,9 @@ from unity_rl.config.sections import (
 )
 
 
-PPO_KEYS: dict[str, str] = {
-    "batch_size": "minibatch_size",
-    "buffer_size": "buffer_size",
-    "learning_rate": "learning_rate",
-    "learning_rate_schedule": "lr_schedule",
-    "beta": "ent_coef",
-    "beta_schedule": "ent_coef_schedule",
-    "epsilon": "clip_coef",
-    "epsilon_schedule": "clip_coef_schedule",
-    "lambd": "gae_lambda",
-    "num_epoch": "num_epochs",
-    # ours (ML-Agents has fixed values for these; the defaults reproduce them, see PPOConfig)
-    "vf_coef": "vf_coef",
-    "max_grad_norm": "max_grad_norm",
-    "adam_eps": "adam_eps",
-    "clip_value_loss": "clip_vloss",
-    "normalize_advantage": "norm_adv",
-    "advantage_normalization": "adv_norm_scope",
-    "minibatch_remainder": "minibatch_remainder",
-    "policy_ratio": "policy_ratio",
-    "gaussian_entropy": "gaussian_entropy",
-    "schedule_steps": "schedule_steps",
-    "activation": "activation",
-    "weight_init": "weight_init",
-    "action_clip": "action_clip",
-    "target_kl": "target_kl",
-    "log_std_init": "log_std_init",
-}
-"""YAML key under behaviors.<name>.hyperparameters (trainer_type ppo) -> PPOConfig field."""
-
-FROM_ELSEWHERE = {"gamma", "reward_scale", "max_steps"}
-"""Learner-config fields filled from other YAML keys (reward_signals, max_steps)."""
-
-
 def hyperparameter_keys(trainer_type: str) -> dict[str, str]:
-    if trainer_type == "ppo":
-        return PPO_KEYS
-    return {f.name: f.name for f in dataclasses.fields(HYPERPARAMETERS[trainer_type])
-            if f.name not in FROM_ELSEWHERE}
+    """YAML key under ``hyperparameters`` -> field of the trainer type's config (its SPEC)."""
+    return dict(trainer_type_spec(trainer_type).yaml_keys)
 
 
 NETWORK_KEYS = {"normalize": "normalize", "hidden_units": "hidden_units", "num_layers": "num_layers",
@@ -71,7 +35,6 @@ UNSUPPORTED: dict[str, dict[str, tuple]] = {
     # section kind -> key -> values that mean "feature off" (accepted and ignored)
     "behavior": {"init_path": (None,), "self_play": (None,),
                  "behavioral_cloning": (None,), "framework": ("pytorch",)},
-    "ppo": {"shared_critic": (False,)},
     "network": {"memory": (None,), "goal_conditioning_type": ("hyper",), "deterministic": (False,)},
     "reward_signals": {"curiosity": (), "gail": (), "rnd": ()},
     "checkpoint": {"load_model": (False,), "train_model": (False,)},

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import yaml
 
-from unity_rl.algos.nets import NetworkConfig
+from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.config.keys import (
     BEHAVIOR_KEYS,
     CHECKPOINT_KEYS,
@@ -31,10 +31,10 @@ from unity_rl.config.keys import (
     TORCH_KEYS,
     UNITY_RL_KEYS,
     UNSUPPORTED,
-    hyperparameter_keys,
 )
+from unity_rl.algorithms.registry import MLAGENTS_TRAINER_TYPES, trainer_type_names
+from unity_rl.algorithms.registry import trainer_type as trainer_type_spec
 from unity_rl.config.sections import (
-    HYPERPARAMETERS,
     SAMPLER_PARAMETERS,
     BehaviorConfig,
     CheckpointConfig,
@@ -261,24 +261,25 @@ def _parse_reward_signals(raw: Any, where: Where) -> tuple[float, float, Where]:
 
 def _parse_behavior(raw: Any, where: Where) -> BehaviorConfig:
     raw = _mapping(raw, where)
-    if raw.get("trainer_type") in ("sac", "poca", "coma"):
-        raise where.error("trainer_type", f"'{raw['trainer_type']}' {NOT_SUPPORTED}; "
-                                          "accepted: 'ppo', 'ddpg'")
+    name = raw.get("trainer_type", BehaviorConfig.trainer_type)
+    known = trainer_type_names()
+    if name not in known:
+        accepted = ", ".join(repr(n) for n in known)
+        if name in MLAGENTS_TRAINER_TYPES:
+            raise where.error("trainer_type", f"'{name}' {NOT_SUPPORTED}; accepted: {accepted}")
+        raise where.error("trainer_type", f"unknown trainer type {name!r}; accepted: {accepted}")
+    spec = trainer_type_spec(name)
     subsections = ("hyperparameters", "network_settings", "reward_signals")
     kwargs = _read_keys(raw, BehaviorConfig, BEHAVIOR_KEYS, where, UNSUPPORTED["behavior"], skip=subsections)
-    trainer_type = kwargs.get("trainer_type", "ppo")
+    trainer_type = kwargs.get("trainer_type", BehaviorConfig.trainer_type)
 
     hp_where = where.child("hyperparameters")
     hp_raw = dict(_mapping(raw.get("hyperparameters"), hp_where))
-    hp_keys = hyperparameter_keys(trainer_type)
-    hp_cls = HYPERPARAMETERS[trainer_type]
-    if trainer_type == "ppo":
-        # ML-Agents: beta and epsilon schedules follow learning_rate_schedule unless given.
-        for key in ("beta_schedule", "epsilon_schedule"):
-            if key not in hp_raw and "learning_rate_schedule" in hp_raw:
-                hp_raw[key] = hp_raw["learning_rate_schedule"]
-    hp_kwargs = _read_keys(hp_raw, hp_cls, hp_keys, hp_where,
-                           UNSUPPORTED["ppo"] if trainer_type == "ppo" else {})
+    hp_keys = dict(spec.yaml_keys)
+    hp_cls = spec.hyperparameters
+    if spec.fill_defaults is not None:
+        hp_raw = spec.fill_defaults(hp_raw)
+    hp_kwargs = _read_keys(hp_raw, hp_cls, hp_keys, hp_where, spec.off_values)
 
     gamma, strength, ext_where = _parse_reward_signals(
         raw.get("reward_signals", {"extrinsic": {}}), where.child("reward_signals"))
@@ -356,7 +357,8 @@ def parse_config(raw: Any, source: str = "<config>") -> RunConfig:
         behavior_raw = _mapping(behavior_raw, where)
         if default_raw is not None:
             base = dict(default_raw)
-            if behavior_raw.get("trainer_type", "ppo") != base.get("trainer_type", "ppo"):
+            default_type = BehaviorConfig.trainer_type
+            if behavior_raw.get("trainer_type", default_type) != base.get("trainer_type", default_type):
                 base.pop("hyperparameters", None)  # another algorithm's keys would not fit
             behavior_raw = _deep_merge(base, behavior_raw)
         behaviors[name] = _parse_behavior(behavior_raw, where)

@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 
-from unity_rl.algos.ddpg import DDPGConfig
-from unity_rl.algos.nets import NetworkConfig
-from unity_rl.algos.ppo import PPOConfig
+from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.algorithms.registry import trainer_type, trainer_type_names
 
 
 class ConfigError(ValueError):
@@ -79,19 +78,17 @@ def is_int(value: Any) -> bool:
 # Sections
 # ==============================================================================================
 
-TrainerType = Literal["ppo", "ddpg"]
-HYPERPARAMETERS: dict[str, type] = {"ppo": PPOConfig, "ddpg": DDPGConfig}
-"""Trainer type -> the dataclass its ``hyperparameters`` section fills."""
 
 
 @dataclass(frozen=True)
 class BehaviorConfig:
     """One ``behaviors.<name>`` section (ML-Agents' TrainerSettings)."""
 
-    trainer_type: TrainerType = "ppo"
-    """Learning algorithm: 'ppo' or 'ddpg'."""
-    hyperparameters: PPOConfig | DDPGConfig = field(default_factory=PPOConfig)
-    """The learner's config (its gamma comes from reward_signals.extrinsic.gamma)."""
+    trainer_type: str = "ppo"
+    """Learning algorithm: a name in ``unity_rl.algorithms.registry.TRAINER_TYPES``."""
+    hyperparameters: Any = None
+    """The trainer type's config dataclass (its ``SPEC.hyperparameters``; None: its defaults;
+    gamma comes from reward_signals.extrinsic.gamma)."""
     network_settings: NetworkConfig = field(default_factory=NetworkConfig)
     """Network size and observation normalisation."""
     reward_strength: float = 1.0
@@ -113,9 +110,12 @@ class BehaviorConfig:
     actors always step the builds in processes of their own (unity_rl.mode says how they wait)."""
 
     def __post_init__(self) -> None:
-        check_field(self.trainer_type in HYPERPARAMETERS, "behavior", "trainer_type",
-               "'ppo' or 'ddpg'", self.trainer_type)
-        expected = HYPERPARAMETERS[self.trainer_type]
+        names = trainer_type_names()
+        check_field(self.trainer_type in names, "behavior", "trainer_type",
+                    " or ".join(repr(n) for n in names), self.trainer_type)
+        expected = trainer_type(self.trainer_type).hyperparameters
+        if self.hyperparameters is None:
+            object.__setattr__(self, "hyperparameters", expected())
         if not isinstance(self.hyperparameters, expected):
             raise ValueError(f"behavior.hyperparameters must be a {expected.__name__} for "
                              f"trainer_type {self.trainer_type!r}, got {type(self.hyperparameters).__name__}")
@@ -368,12 +368,12 @@ class UnityRLConfig:
                "'time_horizon' or 'segment'", self.trajectory_cuts)
 
     def resolve_segment_steps(self, behavior: BehaviorConfig) -> int:
-        """segment_steps, or its default: PPO buffer_size / num_actors (rounded up); DDPG 256."""
+        """segment_steps, or its trainer type's default (PPO: buffer_size / num_actors, rounded
+        up; DDPG: 256)."""
         if self.segment_steps is not None:
             return self.segment_steps
-        if behavior.trainer_type == "ppo":
-            return -(-behavior.hyperparameters.buffer_size // self.num_actors)
-        return 256
+        spec = trainer_type(behavior.trainer_type)
+        return spec.default_segment_steps(behavior.hyperparameters, self.num_actors)
 
 
 @dataclass(frozen=True)

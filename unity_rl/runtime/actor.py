@@ -36,7 +36,7 @@ from typing import Any, Callable, Optional, Protocol
 
 import numpy as np
 
-from unity_rl.algos.types import Segment
+from unity_rl.algorithms.types import Segment
 from unity_rl.envs.behavior import ALL_BEHAVIORS
 from unity_rl.runtime.algorithm import BehaviorPlan
 from unity_rl.runtime.collector import TrajectoryCollector
@@ -55,11 +55,11 @@ from unity_rl.runtime.messages import (
 logger = logging.getLogger(__name__)
 
 class Policy(Protocol):
-    """What an actor needs of a policy copy (``unity_rl.algos.ppo.PPOPolicy`` fits).
+    """What an actor needs of a policy copy (``unity_rl.algorithms.ppo.learner.PPOPolicy`` fits).
 
     Optional hooks, used when present: ``env_actions(actions) -> actions`` maps the sampled
     actions (what the trajectory stores) to what the builds receive (PPO: ML-Agents' clamp);
-    (DDPG's ``unity_rl.runtime.offpolicy_actor``) with ``wants_agent_keys = True``, ``act`` also
+    (DDPG's ``unity_rl.algorithms.ddpg.acting``) with ``wants_agent_keys = True``, ``act`` also
     gets ``agent_keys=`` (the decision rows' agents) and ``episodes_ended(keys)`` is called for
     the agents of each step's terminal rows; ``finish_segment(segment) -> segment`` sees each
     segment before it is sent.

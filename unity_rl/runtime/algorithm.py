@@ -1,7 +1,8 @@
 """The one algorithm seam: what PPO, DDPG (and any future trainer type) plug into the runtime.
 
-An algorithm is chosen per config section by ``trainer_type`` through ``ALGORITHMS`` — the only
-place in the runtime that looks at the name. It supplies two things:
+An algorithm is chosen per config section by ``trainer_type`` through the trainer-type registry
+(``unity_rl.algorithms.registry``; each type's ``SPEC.algorithm``) — the runtime never looks at
+the name. It supplies two things:
 
 - before the actors start, a picklable ``BehaviorPlan`` (how actors act for and collect its
   behaviors: the policy-copy factory, segment size, time horizon);
@@ -22,12 +23,13 @@ A host never starts processes or touches torch's process-wide state: the learner
 from __future__ import annotations
 
 import abc
-from typing import Any, Callable, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Protocol
 
-import torch
-
-from unity_rl.algos.types import Segment
+from unity_rl.algorithms.types import Segment
 from unity_rl.runtime.messages import BehaviorInfo
+
+if TYPE_CHECKING:
+    import torch
 
 
 class BehaviorPlan(NamedTuple):
@@ -107,25 +109,12 @@ class Algorithm(abc.ABC):
         """Frees what the algorithm holds across hosts (after the final checkpoint)."""
 
 
-def _ppo(run_cfg, section, behavior_cfg) -> Algorithm:
-    from unity_rl.runtime.onpolicy import PPOAlgorithm
-    return PPOAlgorithm(run_cfg, section, behavior_cfg)
-
-
-def _ddpg(run_cfg, section, behavior_cfg) -> Algorithm:
-    from unity_rl.runtime.offpolicy import DDPGAlgorithm
-    return DDPGAlgorithm(run_cfg, section, behavior_cfg)
-
-
-ALGORITHMS: dict[str, Callable[[Any, str, Any], Algorithm]] = {"ppo": _ppo, "ddpg": _ddpg}
-"""trainer_type -> constructor of its ``Algorithm`` (imported lazily)."""
-
-
 def make_algorithm(run_cfg: Any, section: str, behavior_cfg: Any) -> Algorithm:
     """The algorithm of one config section (``trainer_type`` is validated by the config)."""
+    from unity_rl.algorithms.registry import trainer_type
+
     try:
-        factory = ALGORITHMS[behavior_cfg.trainer_type]
-    except KeyError:
-        raise ValueError(f"{section}: unknown trainer_type {behavior_cfg.trainer_type!r}; "
-                         f"known: {sorted(ALGORITHMS)}") from None
-    return factory(run_cfg, section, behavior_cfg)
+        spec = trainer_type(behavior_cfg.trainer_type)
+    except KeyError as err:
+        raise ValueError(f"{section}: {err.args[0]}") from None
+    return spec.make_algorithm(run_cfg, section, behavior_cfg)

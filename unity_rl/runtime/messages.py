@@ -20,7 +20,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, NamedTuple, Union
 
-from unity_rl.algos.types import Segment
+from unity_rl.algorithms.types import Segment
 
 
 class ToActor(Enum):

@@ -58,7 +58,7 @@ import numpy as np
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from unity_rl.algos.types import Trajectory
+from unity_rl.algorithms.types import Trajectory
 from unity_rl.envs.launcher import RestartQuota
 from unity_rl.runtime.actor import ActorSpec, actor_loop
 from unity_rl.runtime.backend import (

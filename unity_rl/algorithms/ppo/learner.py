@@ -46,17 +46,18 @@ import numpy as np
 import torch
 from torch import nn
 
-from unity_rl.algos.distributions import DiagGaussian, HybridDistribution, MaskedMultiCategorical
-from unity_rl.algos.encoders import ObservationLayout, ObsShapesLike
-from unity_rl.algos.gae import compute_gae
-from unity_rl.algos.nets import NetworkConfig, seeded_init, set_torch_threads
-from unity_rl.algos.ppo_config import PPOConfig
-from unity_rl.algos.ppo_losses import (clipped_surrogate_loss, decayed, minibatch_indices,
+from unity_rl.algorithms.distributions import DiagGaussian, HybridDistribution, MaskedMultiCategorical
+from unity_rl.algorithms.encoders import ObservationLayout, ObsShapesLike
+from unity_rl.algorithms.gae import compute_gae
+from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.algorithms.nets import seeded_init, set_torch_threads
+from unity_rl.algorithms.ppo.config import PPOConfig
+from unity_rl.algorithms.ppo.losses import (clipped_surrogate_loss, decayed, minibatch_indices,
                                        value_loss)
-from unity_rl.algos.ppo_model import (DEFAULT_ARCH, LEGACY_ARCH, ActionSpecLike, ActorCritic,
+from unity_rl.algorithms.ppo.model import (DEFAULT_ARCH, LEGACY_ARCH, ActionSpecLike, ActorCritic,
                                       DeterministicActor, check_obs_shapes, env_action_clamp,
                                       load_normalizer, normalizer_state)
-from unity_rl.algos.types import Trajectory
+from unity_rl.algorithms.types import Trajectory
 
 __all__ = ["PPOConfig", "PPOPolicy", "PPOLearner", "ActorCritic", "DeterministicActor",
            "ActionSpecLike", "DiagGaussian", "MaskedMultiCategorical", "HybridDistribution",

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import functools
 
-from unity_rl.algos.ppo import PPOLearner
-from unity_rl.algos.types import Segment, Trajectory
+from unity_rl.algorithms.ppo.learner import PPOLearner
+from unity_rl.algorithms.types import Segment, Trajectory
 from unity_rl.runtime.algorithm import Algorithm, BehaviorPlan, HostContext
 from unity_rl.runtime.messages import BehaviorInfo
-from unity_rl.runtime.policies import ppo_policy
+from unity_rl.algorithms.ppo.acting import ppo_policy
 
 
 class PPOHost:

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from unity_rl.algos.normalizer import RunningNormalizer
+from unity_rl.algorithms.normalizer import RunningNormalizer
 
 ObsShapes = tuple[tuple[int, ...], ...]
 ObsShapesLike = Union[int, Sequence[Sequence[int]], Sequence[int]]

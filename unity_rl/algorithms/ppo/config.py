@@ -1,5 +1,6 @@
 """PPO's hyperparameters (``PPOConfig``): ML-Agents 1.1.0's PPO by default, the project's
-earlier choices behind explicit keys (see ``unity_rl.algos.ppo`` and ``config.PPO_KEYS``)."""
+earlier choices behind explicit keys (see ``unity_rl.algorithms.ppo.learner``), and the YAML keys
+(``PPO_KEYS``) with ML-Agents' meaning."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -122,3 +123,51 @@ class PPOConfig:
         check(-20.0 <= self.log_std_init <= 2.0, "log_std_init", "in [-20, 2]")
         check(self.reward_scale > 0, "reward_scale", "> 0")
         check(is_int(self.max_steps) and self.max_steps >= 1, "max_steps", "an int >= 1")
+
+
+PPO_KEYS: dict[str, str] = {
+    "batch_size": "minibatch_size",
+    "buffer_size": "buffer_size",
+    "learning_rate": "learning_rate",
+    "learning_rate_schedule": "lr_schedule",
+    "beta": "ent_coef",
+    "beta_schedule": "ent_coef_schedule",
+    "epsilon": "clip_coef",
+    "epsilon_schedule": "clip_coef_schedule",
+    "lambd": "gae_lambda",
+    "num_epoch": "num_epochs",
+    # ours (ML-Agents has fixed values for these; the defaults reproduce them, see PPOConfig)
+    "vf_coef": "vf_coef",
+    "max_grad_norm": "max_grad_norm",
+    "adam_eps": "adam_eps",
+    "clip_value_loss": "clip_vloss",
+    "normalize_advantage": "norm_adv",
+    "advantage_normalization": "adv_norm_scope",
+    "minibatch_remainder": "minibatch_remainder",
+    "policy_ratio": "policy_ratio",
+    "gaussian_entropy": "gaussian_entropy",
+    "schedule_steps": "schedule_steps",
+    "activation": "activation",
+    "weight_init": "weight_init",
+    "action_clip": "action_clip",
+    "target_kl": "target_kl",
+    "log_std_init": "log_std_init",
+}
+"""YAML key under behaviors.<name>.hyperparameters (trainer_type ppo) -> PPOConfig field."""
+
+OFF_VALUES = {"shared_critic": (False,)}
+"""ML-Agents PPO keys not implemented here, accepted with the value that means "off"."""
+
+
+def fill_defaults(raw: dict) -> dict:
+    """ML-Agents: beta and epsilon schedules follow learning_rate_schedule unless given."""
+    raw = dict(raw)
+    for key in ("beta_schedule", "epsilon_schedule"):
+        if key not in raw and "learning_rate_schedule" in raw:
+            raw[key] = raw["learning_rate_schedule"]
+    return raw
+
+
+def default_segment_steps(hp: PPOConfig, num_actors: int) -> int:
+    """One buffer per round across the actors: buffer_size / num_actors, rounded up."""
+    return -(-hp.buffer_size // num_actors)

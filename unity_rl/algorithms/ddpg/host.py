@@ -39,13 +39,13 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from unity_rl.algos.ddpg import DDPGConfig, DDPGLearner, continuous_action_size, updates_owed
-from unity_rl.algos.replay import ReplayBuffer, ReplayLockTimeout, SharedReplayBuffer, per_beta
-from unity_rl.algos.types import Segment, TransitionBatch
+from unity_rl.algorithms.ddpg.config import DDPGConfig, updates_owed
+from unity_rl.algorithms.ddpg.learner import DDPGLearner, continuous_action_size
+from unity_rl.replay.buffers import ReplayBuffer, ReplayLockTimeout, SharedReplayBuffer, per_beta
+from unity_rl.algorithms.types import Segment, TransitionBatch
 from unity_rl.runtime.algorithm import Algorithm, BehaviorPlan, HostContext
 from unity_rl.runtime.messages import BehaviorInfo
-from unity_rl.runtime.offpolicy_actor import carried_priorities, trajectories_to_transitions
-from unity_rl.runtime.policies import ddpg_policy
+from unity_rl.algorithms.ddpg.acting import carried_priorities, ddpg_policy, trajectories_to_transitions
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ UPDATES_PER_ROUND = 200
 """async: most gradient updates of one ``train`` (between two looks at the backend)."""
 REPLAY_LOCK_TIMEOUT_S = 10.0
 """Longest wait for the shared replay buffer's lock while a live process holds it (a dead
-holder is recovered at once: ``unity_rl.algos.replay``)."""
+holder is recovered at once: ``unity_rl.replay.buffers``)."""
 _LAG_HISTORY = 4096
 """Versions remembered for measuring lag in gradient updates."""
 
@@ -311,6 +311,6 @@ class ReplayFootprint(NamedTuple):
 
 def replay_footprint(capacity: int, obs_dim: int, act_dim: int,
                      prioritized: bool = False) -> ReplayFootprint:
-    """Bytes per stored transition and for a full buffer (see ``unity_rl.algos.replay``)."""
+    """Bytes per stored transition and for a full buffer (see ``unity_rl.replay.buffers``)."""
     per_row = 4 * (2 * obs_dim + act_dim + 2) + (16 if prioritized else 0)
     return ReplayFootprint(per_row, per_row * capacity)

@@ -4,7 +4,7 @@ A ``Trajectory`` is one agent's contiguous run of decisions, cut at the end of i
 ``time_horizon``; advantages are computed per trajectory, never across agents.  Observations are
 flat float32 rows here: every observation of the BehaviorSpec flattened (images CHW, values in
 [0, 1] as mlagents-envs decodes them) and concatenated in spec order; networks get the shapes
-and split rows back (``unity_rl.algos.encoders``).
+and split rows back (``unity_rl.algorithms.encoders``).
 """
 from __future__ import annotations
 

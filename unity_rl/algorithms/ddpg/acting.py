@@ -36,10 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from unity_rl.algos.ddpg import DDPGConfig, DDPGPolicy, continuous_action_size
-from unity_rl.algos.nets import NetworkConfig
-from unity_rl.algos.replay import SharedReplayBuffer
-from unity_rl.algos.types import Segment, Trajectory, TransitionBatch
+from unity_rl.algorithms.ddpg.config import DDPGConfig
+from unity_rl.algorithms.ddpg.learner import DDPGPolicy, continuous_action_size
+from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.replay.buffers import SharedReplayBuffer
+from unity_rl.algorithms.types import Segment, Trajectory, TransitionBatch
 
 
 # ----------------------------------------------------------------------------------------------
@@ -169,3 +170,8 @@ class DDPGActorPolicy:
             self.replay.close()
             self.replay = None
 
+
+def ddpg_policy(obs_shapes: Sequence[tuple[int, ...]], action_spec: Any, seed: int, **options):
+    """The actors' picklable factory: a ``DDPGActorPolicy`` (options: network_cfg, ddpg_cfg,
+    replay_link)."""
+    return DDPGActorPolicy(obs_shapes, action_spec, seed, **options)

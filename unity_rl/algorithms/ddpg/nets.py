@@ -11,9 +11,10 @@ import copy
 import torch
 from torch import nn
 
-from unity_rl.algos.encoders import FoldedNormalizer, ObservationEncoder, ObsShapesLike, concat_inputs
-from unity_rl.algos.nets import NetworkConfig, mlp
-from unity_rl.algos.normalizer import RunningNormalizer
+from unity_rl.algorithms.encoders import FoldedNormalizer, ObservationEncoder, ObsShapesLike, concat_inputs
+from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.algorithms.nets import mlp
+from unity_rl.algorithms.normalizer import RunningNormalizer
 
 ACTION_LOW = -1.0
 """Lower bound of every continuous action Unity accepts."""

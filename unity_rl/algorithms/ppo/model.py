@@ -23,12 +23,13 @@ from typing import Protocol
 import torch
 from torch import nn
 
-from unity_rl.algos.distributions import (MASKED_LOGIT, DiagGaussian, HybridDistribution,
+from unity_rl.algorithms.distributions import (MASKED_LOGIT, DiagGaussian, HybridDistribution,
                                           MaskedMultiCategorical)
-from unity_rl.algos.encoders import (FoldedNormalizer, ObservationEncoder, ObsShapesLike, Swish,
+from unity_rl.algorithms.encoders import (FoldedNormalizer, ObservationEncoder, ObsShapesLike, Swish,
                                      concat_inputs)
-from unity_rl.algos.nets import NetworkConfig, mlp
-from unity_rl.algos.normalizer import RunningNormalizer
+from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.algorithms.nets import mlp
+from unity_rl.algorithms.normalizer import RunningNormalizer
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"swish": Swish, "tanh": nn.Tanh}
 DEFAULT_ARCH = {"activation": "swish", "weight_init": "mlagents", "action_clip": "mlagents"}

@@ -1,0 +1,36 @@
+"""The one trainer-type registry: ``trainer_type`` -> the package that exports its ``SPEC``.
+
+Adding a trainer type is its folder under ``unity_rl/algorithms/`` plus one line here. Nothing
+outside a trainer type's folder compares ``trainer_type`` with a name: config, dump, export,
+evaluate and the runtime all ask this registry. Importing it imports no torch.
+"""
+from __future__ import annotations
+
+import importlib
+
+from unity_rl.algorithms.spec import TrainerTypeSpec
+
+TRAINER_TYPES: dict[str, str] = {
+    "ppo": "unity_rl.algorithms.ppo",
+    "ddpg": "unity_rl.algorithms.ddpg",
+}
+"""trainer_type -> package whose ``SPEC`` describes it (imported on first use)."""
+
+MLAGENTS_TRAINER_TYPES = ("ppo", "sac", "poca")
+"""mlagents-learn 1.1.0's trainer types: one of these that is not registered here is refused as
+"not supported yet" rather than "unknown"."""
+
+
+def trainer_type_names() -> list[str]:
+    """The registered trainer types, in registry order."""
+    return list(TRAINER_TYPES)
+
+
+def trainer_type(name: str) -> TrainerTypeSpec:
+    """The spec of a registered trainer type; KeyError (naming the known ones) otherwise."""
+    try:
+        package = TRAINER_TYPES[name]
+    except (KeyError, TypeError):
+        raise KeyError(f"unknown trainer_type {name!r}; known: "
+                       f"{', '.join(repr(n) for n in TRAINER_TYPES)}") from None
+    return importlib.import_module(package).SPEC

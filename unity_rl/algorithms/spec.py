@@ -1,0 +1,63 @@
+"""``TrainerTypeSpec``: everything the rest of unity_rl knows about one trainer type.
+
+A trainer type is one folder under ``unity_rl/algorithms/`` whose ``__init__`` exports ``SPEC``
+(and one line in ``registry.TRAINER_TYPES``). The spec is torch-free: config loading, dumping
+and the CLI read it without importing torch. What needs torch (the runtime ``Algorithm``, the
+loader that rebuilds a saved policy for evaluate/ONNX export) is named as ``"module:attribute"``
+and imported only when used — the pattern of ML-Agents' ``plugins/trainer_type.py``, which fills
+its trainer and settings tables together.
+"""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def load_attribute(ref: str) -> Any:
+    """The object named by ``"package.module:attribute"`` (imported now)."""
+    module, _, attribute = ref.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def saved_obs_shapes(state: dict, weights: dict):
+    """The observation shapes the saved network was built from: recorded with its weights, or
+    (older files) one flat vector of ``obs_dim`` (the network was an MLP on the flat row)."""
+    return weights.get("obs_shapes") or int(state["obs_dim"])
+
+
+@dataclass(frozen=True)
+class TrainerTypeSpec:
+    """One trainer type, as config, export, evaluate and the runtime see it."""
+
+    name: str
+    """The ``trainer_type`` value in YAML ('ppo', 'ddpg', ...)."""
+    hyperparameters: type
+    """Torch-free frozen dataclass that ``behaviors.<name>.hyperparameters`` fills."""
+    yaml_keys: Mapping[str, str]
+    """YAML key under ``hyperparameters`` -> field of ``hyperparameters`` (strict: nothing else)."""
+    algorithm: str
+    """``"module:Class"`` of its ``runtime.algorithm.Algorithm`` (imported when a run starts)."""
+    policy_loader: str
+    """``"module:function"``: ``(state, action_layout, network_cfg) -> torch.nn.Module`` rebuilds
+    the deterministic policy of a saved checkpoint entry or ``<Behavior>.pt`` (evaluate, ONNX)."""
+    default_segment_steps: Callable[[Any, int], int]
+    """``(hyperparameters, num_actors) -> agent-steps per actor segment`` when
+    ``unity_rl.segment_steps`` is not set."""
+    off_values: Mapping[str, tuple] = field(default_factory=dict)
+    """ML-Agents hyperparameter keys this type does not implement, accepted only with the values
+    that mean "feature off" (any other value is refused by name)."""
+    fill_defaults: Callable[[dict], dict] | None = None
+    """ML-Agents' key defaults that depend on other keys, applied to the raw YAML mapping before it
+    is read (PPO: beta and epsilon schedules follow learning_rate_schedule)."""
+    from_elsewhere: tuple[str, ...] = ("gamma", "reward_scale", "max_steps")
+    """Fields of ``hyperparameters`` that other YAML keys fill (reward_signals, max_steps)."""
+
+    def make_algorithm(self, run_cfg: Any, section: str, behavior_cfg: Any):
+        """The runtime ``Algorithm`` of one config section (imports torch)."""
+        return load_attribute(self.algorithm)(run_cfg, section, behavior_cfg)
+
+    def load_policy_module(self, state: dict, action_layout: Any, network_cfg: Any):
+        """The saved deterministic policy as a ``torch.nn.Module`` (imports torch)."""
+        return load_attribute(self.policy_loader)(state, action_layout, network_cfg)
