@@ -1,4 +1,4 @@
-"""What the Ray backend costs next to the local one, on the same cores (issue 4 §2).
+"""What the Ray backend costs next to the local one, on the same cores.
 
 Two parts, side by side in one invocation:
 

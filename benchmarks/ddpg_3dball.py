@@ -1,4 +1,4 @@
-"""DDPG on the 3DBall stand-in, sync vs async (Ape-X) (issue 4 §1): agent-steps and wall time to a
+"""DDPG on the 3DBall stand-in, sync vs async (Ape-X): agent-steps and wall time to a
 mean return.
 
 For each mode, one training run in a fresh process with ``configs/ddpg/3dball.yaml`` (plus any

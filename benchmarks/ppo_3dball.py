@@ -1,4 +1,4 @@
-"""PPO on the 3DBall stand-in, sync vs async (issue 3 §6): time to a mean return, throughput, memory.
+"""PPO on the 3DBall stand-in, sync vs async: time to a mean return, throughput, memory.
 
 Two parts, each training run in a fresh process (so memory and CPU are measured per run):
 

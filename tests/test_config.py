@@ -451,7 +451,7 @@ def test_configs_are_frozen(tmp_path):
 
 
 def test_a_plain_mlagents_ppo_file_gets_mlagents_ppo(tmp_path):
-    """No project key set: every choice is ML-Agents 1.1.0's (see PPOConfig and DESIGN.md §7)."""
+    """No project key set: every choice is ML-Agents 1.1.0's (see PPOConfig and docs/ppo.md)."""
     hp = parse_config({"behaviors": {"B": {"hyperparameters": {"batch_size": 32,
                                                                 "buffer_size": 256}}}}
                       ).behaviors["B"].hyperparameters

@@ -1,4 +1,4 @@
-"""PPO's defaults follow mlagents-learn 1.1.0 (DESIGN.md §7); each project-only key brings back
+"""PPO's defaults follow mlagents-learn 1.1.0 (docs/ppo.md); each project-only key brings back
 the earlier choice.  One test per item: env action clamp, per-action ratio, entropy, advantage
 normalisation, minibatches, network/optimiser, schedules on collected steps, value anchor."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Actors, wirings and the learner host (issue 3 §4).
+"""Actors, wirings and the learner host (docs/architecture.md).
 
 - ``collector``: StepResults -> per-agent Trajectories (cuts, bootstrapping, episode stats);
 - ``actor``: one AgentStream + a policy copy -> Segments; ``actor_loop`` is an actor's body;

@@ -12,7 +12,7 @@ Reward attribution (ML-Agents' convention):
 - the first decision of a new episode has no previous action in that episode: its reward is
   dropped (Unity reports 0 there anyway).
 
-Cuts and bootstrapping (issue 3 §3, Pardo et al. 2018 "Time Limits in RL"):
+Cuts and bootstrapping (docs/ppo.md; Pardo et al. 2018 "Time Limits in RL"):
 - a terminal row with ``interrupted=False`` ends the trajectory with ``terminated=True``
   (no bootstrap);
 - a terminal row with ``interrupted=True`` (Unity's max step, or a restarted build) ends it with

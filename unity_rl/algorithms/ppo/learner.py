@@ -13,7 +13,7 @@ take the observation *shapes* and split rows inside the network (``encoders.py``
 the ``vis_encode_type`` encoder, vectors as they are; only vector columns are normalised).
 
 By default the algorithm is mlagents-learn 1.1.0's PPO (a user's ML-Agents YAML assumes it;
-DESIGN.md §7), each choice read in its source (``mlagents/trainers/...``):
+docs/ppo.md), each choice read in its source (``mlagents/trainers/...``):
 - separate actor and critic trunks (``shared_critic: false``), Swish activations, ML-Agents'
   initialisation (``torch_entities/layers.py``, see ``ppo_model``), Adam with torch's default eps
   and no gradient clipping (``ppo/optimizer_torch.py``);

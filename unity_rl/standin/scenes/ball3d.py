@@ -1,6 +1,6 @@
 """3DBall: balance a ball on a tilting platform (Unity's Ball3DAgent, simulated with numpy).
 
-What matches Unity's example (see DESIGN §2): 8 vector observations (platform rotation
+What matches Unity's example (unity_builds/README.md): 8 vector observations (platform rotation
 quaternion z and x, ball position minus platform position, ball velocity), 2 continuous actions
 in [-1, 1] rotating the platform by up to 2 degrees per academy step about z and x — a rotation
 is skipped when its quaternion component is already beyond ±0.25 in that direction —, reward
