@@ -1,0 +1,41 @@
+"""Goal conditioning equals ML-Agents 1.1.0's: its own ``ConditionalEncoder`` state dicts load
+into ours and give the same outputs (``mlagents_reference/conditioning.npz`` was written by
+``make_conditioning_reference.py`` in an mlagents-learn venv)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from unity_rl.algorithms.conditioning import ConditionalEncoder, HyperNetwork
+
+REFERENCE = Path(__file__).resolve().parent / "mlagents_reference" / "conditioning.npz"
+
+
+@pytest.mark.parametrize("num_layers", [1, 2])
+def test_conditional_encoder_matches_mlagents(num_layers):
+    prefix = f"layers{num_layers}/"
+    with np.load(REFERENCE) as npz:
+        ref = {k[len(prefix):]: npz[k] for k in npz.files if k.startswith(prefix)}
+    state = {k[len("state/"):]: torch.from_numpy(v) for k, v in ref.items() if k.startswith("state/")}
+    ours = ConditionalEncoder(input_size=7, goal_size=3, hidden_size=16, num_layers=num_layers)
+    ours.load_state_dict(state)  # strict: the same parameter names and shapes as ML-Agents'
+    with torch.no_grad():
+        y = ours(torch.from_numpy(ref["x"]), torch.from_numpy(ref["goal"]))
+    np.testing.assert_allclose(y.numpy(), ref["y"], rtol=1e-5, atol=1e-6)
+    with torch.no_grad():  # the goal matters: another goal, other activations
+        other = ours(torch.from_numpy(ref["x"]), torch.from_numpy(np.roll(ref["goal"], 1, axis=1)))
+    assert not torch.allclose(y, other)
+
+
+def test_hypernetwork_init_as_mlagents():
+    """Zero layer bias; the generating layer starts U(±sqrt(1/(h·in))) with zero bias."""
+    torch.manual_seed(0)
+    layer = HyperNetwork(input_size=50, output_size=8, hyper_input_size=4, layer_size=32, num_layers=2)
+    assert torch.count_nonzero(layer.bias) == 0
+    last = layer.hypernet[-1]
+    assert last.weight.abs().max() <= (1.0 / (32 * 50)) ** 0.5
+    assert torch.count_nonzero(last.bias) == 0
+    assert layer(torch.randn(6, 50), torch.randn(6, 4)).shape == (6, 8)

@@ -1,0 +1,84 @@
+"""Goal conditioning (``network_settings.goal_conditioning_type: hyper``), as ML-Agents 1.1.0.
+
+A build may send observations of type GOAL_SIGNAL (GridWorld's target colour). With
+``goal_conditioning_type: hyper`` (ML-Agents' default) the *last* hidden layer of a network body
+is a ``HyperNetwork``: its weight matrix is generated from the goal, W = h(goal) reshaped to
+[in, out], y = x·W + b (Ha et al. 2016, arXiv:1609.09106). The goal is also part of the ordinary
+concatenated encoding; with ``none`` it is only that. Layer structure, names and initialisation
+mirror ``mlagents/trainers/torch_entities/conditioning.py`` (``ConditionalEncoder``,
+``HyperNetwork``), so a state dict of ML-Agents' modules loads into these
+(``tests/algos/test_conditioning.py`` checks the outputs against ML-Agents' own modules).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from unity_rl.algorithms.encoders import Swish
+from unity_rl.algorithms.nets import mlagents_init
+
+GOAL_CONDITIONING_TYPES = ("hyper", "none")
+"""ML-Agents' ``goal_conditioning_type`` values."""
+
+
+class LayerNorm(nn.Module):
+    """Layer normalisation without gain and bias, eps 1e-5 (ML-Agents' ``LayerNorm``)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mean = x.mean(dim=-1, keepdim=True)
+        var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
+        return (x - mean) / torch.sqrt(var + 1e-5)
+
+
+class HyperNetwork(nn.Module):
+    """One fully connected layer in -> out whose weights a goal-fed MLP generates.
+
+    hypernet = [Linear(goal -> h) + Swish] x num_layers, LayerNorm, Linear(h -> in·out) with
+    weights drawn U(±sqrt(1 / (h·in))) and zero bias; the layer's bias is a separate parameter
+    initialised to zero (the hypernetwork does not generate it)."""
+
+    def __init__(self, input_size: int, output_size: int, hyper_input_size: int,
+                 layer_size: int, num_layers: int):
+        super().__init__()
+        self.input_size, self.output_size = input_size, output_size
+        layers: list[nn.Module] = []
+        last = hyper_input_size
+        for _ in range(num_layers):
+            layers += [mlagents_init(nn.Linear(last, layer_size)), Swish()]
+            last = layer_size
+        flat_output = mlagents_init(nn.Linear(layer_size, input_size * output_size), 0.1)
+        bound = math.sqrt(1.0 / (layer_size * input_size))
+        with torch.no_grad():
+            flat_output.weight.uniform_(-bound, bound)
+        self.hypernet = nn.Sequential(*layers, LayerNorm(), flat_output)
+        self.bias = nn.Parameter(torch.zeros(output_size))
+
+    def forward(self, x: torch.Tensor, goal: torch.Tensor) -> torch.Tensor:
+        weights = self.hypernet(goal).view(-1, self.input_size, self.output_size)
+        return torch.bmm(x.unsqueeze(1), weights).squeeze(1) + self.bias
+
+
+class ConditionalEncoder(nn.Module):
+    """A network body of ``num_layers`` Swish layers whose last ``num_conditional_layers`` are
+    ``HyperNetwork`` layers fed by the goal (ML-Agents uses 1): ``forward(x, goal) -> [n, hidden]``."""
+
+    def __init__(self, input_size: int, goal_size: int, hidden_size: int, num_layers: int,
+                 num_conditional_layers: int = 1):
+        super().__init__()
+        layers: list[nn.Module] = []
+        last = input_size
+        for i in range(num_layers):
+            if num_layers - i <= num_conditional_layers:
+                layers.append(HyperNetwork(last, hidden_size, goal_size, hidden_size, 2))
+            else:
+                layers.append(mlagents_init(nn.Linear(last, hidden_size)))
+            layers.append(Swish())
+            last = hidden_size
+        self.layers = nn.ModuleList(layers)
+
+    def forward(self, x: torch.Tensor, goal: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x, goal) if isinstance(layer, HyperNetwork) else layer(x)
+        return x
