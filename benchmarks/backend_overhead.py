@@ -115,7 +115,7 @@ def transport_run(params: dict) -> dict:
     from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner
     from unity_rl.runtime.actor import ActorSpec, StreamSettings
     from unity_rl.runtime.algorithm import BehaviorPlan
-    from unity_rl.runtime.backend import make_backend
+    from unity_rl.runtime.wiring import make_backend
     from unity_rl.algorithms.ppo.host import PPOHost
     from unity_rl.algorithms.ppo.acting import ppo_policy
     from unity_rl.runtime.runners import SyncRunner

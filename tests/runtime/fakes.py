@@ -4,13 +4,17 @@ A "balance" toy: each agent's observation drifts; an episode ends when |obs[0]| 
 -1, terminated) or after ``max_step`` decisions (interrupted); every other decision pays 0.1.
 Optionally raises after ``crash_after`` steps (to test actor failures), fails to start
 (``start_error``), sleeps in every step (``step_delay``) or appends a line per step to the file
-``step_log`` (to see from outside whether an actor, in whatever process, is stepping).
+``step_log`` (to see from outside whether an actor, in whatever process, is stepping). It takes
+environment parameters as ``AgentStream`` does and appends each change, with the pid of the
+process it lives in, to ``param_log`` (one JSON object a line).
 
 ``FakeBandit`` is a discrete behavior (reward 1 for the action the observation points at), and
 ``FakeMultiStream`` puts several fakes side by side as one multi-behavior stream.
 """
 from __future__ import annotations
 
+import json
+import os
 import time
 
 import numpy as np
@@ -51,7 +55,8 @@ class FakeStream(_SingleBehavior):
     def __init__(self, num_agents: int = 4, obs_dim: int = 3, act_dim: int = 2,
                  max_step: int = 30, crash_after: int | None = None, seed: int = 0,
                  step_delay: float = 0.0, build: int = 0, start_error: str | None = None,
-                 behavior: str = BEHAVIOR, step_log: str | None = None):
+                 behavior: str = BEHAVIOR, step_log: str | None = None,
+                 param_log: str | None = None):
         if start_error is not None:
             raise RuntimeError(start_error)
         self.spec = BehaviorSpec(
@@ -66,8 +71,16 @@ class FakeStream(_SingleBehavior):
         self.crash_after = crash_after
         self.step_delay = step_delay
         self.step_log = step_log
+        self.param_log = param_log
+        self.parameters: dict[str, float] = {}
         self.steps = 0
         self.closed = False
+
+    def set_environment_parameters(self, parameters) -> None:
+        self.parameters.update(parameters)
+        if self.param_log is not None:
+            with open(self.param_log, "a") as log:
+                log.write(json.dumps({"pid": os.getpid(), "set": dict(parameters)}) + "\n")
 
     def _empty_terminals(self) -> TerminalBatch:
         return TerminalBatch([], [np.zeros((0, self.obs.shape[1]), np.float32)],

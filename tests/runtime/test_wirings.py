@@ -322,7 +322,7 @@ def test_sync_runner_rejects_two_rollouts_from_one_actor():
 
 
 def test_unknown_backend_and_mode_are_errors():
-    from unity_rl.runtime.backend import make_backend
+    from unity_rl.runtime.wiring import make_backend
     from unity_rl.runtime.runners import make_runner
 
     with pytest.raises(ValueError, match="unknown backend 'nope'"):

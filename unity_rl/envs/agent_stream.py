@@ -206,6 +206,11 @@ class AgentStream:
             out[name] = to_action_tuple(chunk, self.specs[name].action_spec)
         return out
 
+    def set_environment_parameters(self, parameters: Mapping[str, float]) -> None:
+        """Float environment parameters for every build, from its next step on (the scene reads
+        them at its next episode); builds restarted later start with them."""
+        self.builds.set_environment_parameters(parameters)
+
     def close(self) -> None:
         self.builds.close()
 

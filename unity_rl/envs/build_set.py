@@ -12,6 +12,7 @@ Contract:
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import time
@@ -123,6 +124,15 @@ class BuildSet:
             if env is not None:
                 merged.update(env.png_observations)
         return merged
+
+    def set_environment_parameters(self, parameters: Mapping[str, float]) -> None:
+        """Sends float environment parameters to every build (with its next step or reset);
+        a build restarted later is launched with them too."""
+        merged = dict(self.settings.env_parameters)
+        merged.update({name: float(value) for name, value in parameters.items()})
+        self.settings = dataclasses.replace(self.settings, env_parameters=tuple(merged.items()))
+        for b in range(self.num_builds):
+            self.build(b).set_environment_parameters(parameters)
 
     def pids(self) -> list[int]:
         return [env.process.pid for env in self._builds if env is not None and env.process]

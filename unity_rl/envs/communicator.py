@@ -27,14 +27,14 @@ Launch, handshake content, side channels, behavior specs, resets and close are m
 code.
 It relies on private members of ``UnityEnvironment`` (pinned at ==1.1.0): ``_communicator``,
 ``_env_actions``, ``_env_specs``, ``_env_state``, ``_generate_reset_input``, ``_update_behavior_specs``, ``_update_state``, ``_poll_process``,
-``_side_channel_manager``.
+``_side_channel_manager`` (and its ``_side_channels_dict``: the environment-parameters channel).
 """
 from __future__ import annotations
 
 import queue
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 import grpc
 
@@ -58,6 +58,11 @@ from mlagents_envs.exception import (
     UnityWorkerInUseException,
 )
 from mlagents_envs.rpc_communicator import RpcCommunicator
+from mlagents_envs.side_channel.environment_parameters_channel import (
+    EnvironmentParametersChannel,
+)
+
+ENVIRONMENT_PARAMETERS_ID = EnvironmentParametersChannel().channel_id
 
 # How often a wait on a build re-checks that its process is alive (seconds).
 PROCESS_POLL_INTERVAL = 0.5
@@ -207,6 +212,15 @@ class UnityBuild(UnityEnvironment):
     def set_answer_timeout(self, seconds: float) -> None:
         """How long ``receive`` waits for an answer before raising UnityTimeOutException."""
         self._communicator.timeout_wait = seconds
+
+    def set_environment_parameters(self, parameters: Mapping[str, float]) -> None:
+        """Queues float environment parameters on the build's environment-parameters side
+        channel (the one ``launcher`` creates); they travel with the next reset or step."""
+        channel = self._side_channel_manager._side_channels_dict.get(ENVIRONMENT_PARAMETERS_ID)
+        if channel is None:
+            raise RuntimeError("this build was started without an environment-parameters channel")
+        for name, value in parameters.items():
+            channel.set_float_parameter(name, float(value))
 
     def send_reset(self) -> None:
         self._communicator.send(self._generate_reset_input())

@@ -2,9 +2,11 @@
 
 - ``collector``: StepResults -> per-agent Trajectories (cuts, bootstrapping, episode stats);
 - ``actor``: one AgentStream + a policy copy -> Segments; ``actor_loop`` is an actor's body;
-- ``messages``: typed learner <-> actor messages;
-- ``backend``: the seam (start K actors, broadcast weights, receive segments, stop);
-  ``local``: spawn-context processes and queues;
+- ``messages``: typed learner <-> actor messages (weights, control, reports);
+- ``backend``: the seam (start K actors, broadcast weights and control, receive segments, stop);
+  ``supervisor``: the one ``ActorSupervisor`` (slot states, restarts, timeouts) under both
+  transports, ``local`` (spawn-context processes and queues) and ``ray_backend`` (Ray actors);
+  ``wiring.make_backend`` picks one;
 - ``runners``: the sync and async wirings;
 - ``trainer``: ``train(cfg, run_dir, resume=...) -> TrainResult``.
 """

@@ -19,8 +19,10 @@ Contract:
   the behaviors' specs, waits for the first weights, then collects until told to stop. In the
   sync wiring (``ActorSpec.wait_for_new_weights``) it waits after each rollout for a
   publication newer than the one it used; in the async wiring it only picks up whatever weights
-  have arrived. Any exception is sent back as ``FromActor.ERROR`` (with the traceback text); the
-  builds are closed in ``finally`` whatever happens.
+  have arrived. A ``Control`` (``ToActor.CONTROL``) is applied between collections, in its
+  order among the weights (``ActorSpec.control``, the run's control state when the actor was
+  created, before the builds' first reset). Any exception is sent back as ``FromActor.ERROR``
+  (with the traceback text); the builds are closed in ``finally`` whatever happens.
 
 The actor never builds a learner (no optimiser state): it rebuilds each policy from a picklable
 ``policy_factory(obs_shapes, action_spec, seed)`` and loads CPU weights shipped as plain dicts.
@@ -45,6 +47,7 @@ from unity_rl.runtime.messages import (
     ActorInfo,
     BehaviorInfo,
     Command,
+    Control,
     FromActor,
     PolicyWeights,
     Report,
@@ -142,6 +145,8 @@ class ActorSpec:
     """Seed of the policies' action sampling."""
     torch_threads: int = 1
     """Intra-op threads of the actor's torch (1: the builds need the other cores)."""
+    control: Control | None = None
+    """The run's control state to start with (a re-created actor gets the latest one)."""
     stream_factory: Optional[Callable[[], Any]] = field(default=None, compare=False)
     """Tests: replaces ``stream.open()`` with a stand-in stream (must pickle for processes)."""
 
@@ -241,6 +246,8 @@ class Actor:
         """Starts the builds, resets them and builds one policy copy per behavior."""
         spec = self.spec
         self.stream = spec.open_stream()
+        if spec.control is not None:  # before the first reset: it carries them to the builds
+            self.apply_control(spec.control)
         results = self.stream.reset_all()
         seeds = np.random.SeedSequence(spec.seed).spawn(len(self.stream.behavior_names))
         for name, seq in zip(self.stream.behavior_names, seeds):
@@ -262,6 +269,15 @@ class Actor:
                 lane.policy.load_weights(behavior_weights.state)
                 lane.version = behavior_weights.version
         self.publication = weights.version
+
+    def apply_control(self, control: Control) -> None:
+        """Applies a control change to the builds (between collections)."""
+        if control.env_parameters:
+            setter = getattr(self.stream, "set_environment_parameters", None)
+            if setter is None:
+                raise TypeError(f"actor {self.spec.actor_id}: its stream "
+                                f"({type(self.stream).__name__}) takes no environment parameters")
+            setter(dict(control.env_parameters))
 
     def collect(self, on_step: Callable[[], bool] | None = None) -> Rollout | None:
         """Steps the builds until the collection is complete (see the module doc).
@@ -360,6 +376,9 @@ def actor_loop(spec: ActorSpec, inbox: Inbox, outbox: Outbox,
         if command.kind is ToActor.WEIGHTS:
             if command.weights.version >= actor.publication:
                 actor.set_weights(command.weights)
+            return
+        if command.kind is ToActor.CONTROL:
+            actor.apply_control(command.control)
             return
         raise ValueError(f"unknown command {command.kind!r}")
 

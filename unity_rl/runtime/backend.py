@@ -1,13 +1,18 @@
 """The seam between the learner host and its actors: where the actors run is a backend's business.
 
-A backend starts K actors from their ``ActorSpec``s, broadcasts ``PolicyWeights``, hands over the
-``Rollout``s they produce and stops them.  The wirings (``runners.py``) and the trainer only talk
-to this interface, so local processes (``local.py``) and Ray (``ray_backend.py``) are interchangeable.
+A backend starts K actors from their ``ActorSpec``s, broadcasts ``PolicyWeights`` and ``Control``
+changes, hands over the ``Rollout``s they produce and stops them.  The wirings (``runners.py``)
+and the trainer only talk to this interface, so local processes (``local.py``) and Ray
+(``ray_backend.py``) are interchangeable. Both are an ``ActorSupervisor`` (``supervisor.py``: the
+per-actor state machine, restarts, timeouts) over their own transport; ``wiring.make_backend``
+picks one. This module imports neither.
 
 Contract of every implementation:
 - ``start()`` returns one ``ActorInfo`` per actor, in actor order, once every actor's builds are
   up; any actor failure while starting raises ``ActorFailedError`` (after stopping the others);
 - ``broadcast(weights)`` never blocks on a slow actor;
+- ``control(change)`` sends a ``Control`` to every actor (applied between collections) and adds
+  it to the run's control state, which an actor re-created later starts with;
 - ``receive(timeout)`` blocks until a rollout arrives (None after ``timeout`` seconds); an actor
   that raised, died or stopped answering raises ``ActorFailedError`` naming it, with the
   actor's traceback text when there is one;
@@ -32,7 +37,7 @@ from typing import Any, Callable, Collection, Sequence
 import psutil
 
 from unity_rl.runtime.actor import ActorSpec
-from unity_rl.runtime.messages import ActorInfo, PolicyWeights, Rollout
+from unity_rl.runtime.messages import ActorInfo, Control, PolicyWeights, Rollout
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +142,10 @@ class ActorBackend(abc.ABC):
         """Sends the same weights to every actor."""
 
     @abc.abstractmethod
+    def control(self, change: Control) -> None:
+        """Sends a control change to every actor; a re-created actor starts with all of them."""
+
+    @abc.abstractmethod
     def receive(self, timeout: float | None = None) -> Rollout | None:
         """The next rollout from any actor; None when ``timeout`` passes first."""
 
@@ -161,18 +170,3 @@ class ActorBackend(abc.ABC):
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-
-def make_backend(name: str, specs: Sequence[ActorSpec], **options) -> ActorBackend:
-    """The backend called ``name`` ('local' or 'ray') over ``specs``."""
-    if name == "local":
-        from unity_rl.runtime.local import LocalProcessBackend
-        return LocalProcessBackend(specs, **options)
-    if name == "ray":
-        try:
-            from unity_rl.runtime.ray_backend import RayBackend
-        except ImportError as err:
-            raise ValueError("backend 'ray' is not available in this installation "
-                             f"({err}); use backend: local") from err
-        return RayBackend(specs, **options)
-    raise ValueError(f"unknown backend {name!r}: expected 'local' or 'ray'")

@@ -3,7 +3,8 @@
 Two directions, each an Enum tag plus a NamedTuple payload, so every receiver dispatches on
 ``kind`` and nothing travels as an untyped dict:
 
-- learner -> actor: ``Command`` (``ToActor.WEIGHTS`` with a ``PolicyWeights``, or ``ToActor.STOP``);
+- learner -> actor: ``Command`` (``ToActor.WEIGHTS`` with a ``PolicyWeights``, ``ToActor.CONTROL``
+  with a ``Control``, or ``ToActor.STOP``);
 - actor -> learner: ``Report`` (``FromActor.READY`` with an ``ActorInfo``, ``FromActor.SEGMENT``
   with a ``Rollout``, ``FromActor.ERROR`` with an ``ActorError``).
 
@@ -28,6 +29,8 @@ class ToActor(Enum):
 
     WEIGHTS = "weights"
     """Act with these weights from the next segment on (payload: PolicyWeights)."""
+    CONTROL = "control"
+    """Change what the actor's builds run with, between collections (payload: Control)."""
     STOP = "stop"
     """Finish now: close the builds and exit (no payload)."""
 
@@ -128,11 +131,35 @@ class ActorError(NamedTuple):
     """Formatted traceback from the actor's process."""
 
 
+class Control(NamedTuple):
+    """learner -> every actor, beside weights: what the run changes in the actors' builds.
+
+    A message is a change: a field left None changes nothing, and a parameter not named keeps
+    its value. The backend keeps the sum of every change (``updated``) and starts a re-created
+    actor with it. The actor applies a control between collections. Room for more fields: an
+    opponent-policy swap (self-play) is meant to be one more field here, applied the same way.
+    """
+
+    env_parameters: dict[str, float] | None = None
+    """Environment parameter name -> value, sent to every build through the
+    environment-parameters side channel (read by the scene at its next episode, as
+    ``environment_parameters`` of the config at start-up; a restarted build gets them too)."""
+
+    def updated(self, change: "Control") -> "Control":
+        """This control state after ``change`` (parameters merged name by name)."""
+        if change.env_parameters is None:
+            return self
+        params = dict(self.env_parameters or {})
+        params.update(change.env_parameters)
+        return self._replace(env_parameters=params)
+
+
 class Command(NamedTuple):
     """learner -> actor."""
 
     kind: ToActor
     weights: PolicyWeights | None = None
+    control: Control | None = None
 
 
 class Report(NamedTuple):

@@ -5,7 +5,8 @@
 - ``actor_specs``: one ``ActorSpec`` per actor: its builds (``env_settings.num_envs`` split as
   evenly as possible over ``num_actors``; build i of the run is worker i, on port
   ``base_port + i``), the run's ``LaunchSettings`` and every section's ``BehaviorPlan``;
-- ``wire``: mode x backend, chosen here and nowhere else.
+- ``make_backend`` / ``wire``: mode x backend, chosen here and nowhere else (the backends import
+  ``backend.py``; it imports neither of them).
 """
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from unity_rl.config import BehaviorConfig, ConfigError, RunConfig
 from unity_rl.envs.behavior import ALL_BEHAVIORS
 from unity_rl.runtime.actor import ActorSpec, StreamSettings
 from unity_rl.runtime.algorithm import Algorithm, make_algorithm
-from unity_rl.runtime.backend import ActorBackend, make_backend
+from unity_rl.runtime.backend import ActorBackend
+from unity_rl.runtime.local import LocalProcessBackend
 from unity_rl.runtime.runners import make_runner
 
 DEFAULT_SECTION = "default_settings"
@@ -92,6 +94,20 @@ def actor_specs(cfg: RunConfig, algorithms: dict[str, Algorithm], default: Algor
             actor_id=k, stream=stream, plans=plans, default_plan=default_plan,
             wait_for_new_weights=(rl.mode == "sync"), seed=policy_seed, torch_threads=1))
     return specs
+
+
+def make_backend(name: str, specs: Sequence[ActorSpec], **options) -> ActorBackend:
+    """The backend called ``name`` ('local' or 'ray') over ``specs``."""
+    if name == "local":
+        return LocalProcessBackend(specs, **options)
+    if name == "ray":  # optional dependency: imported only when asked for
+        try:
+            from unity_rl.runtime.ray_backend import RayBackend
+        except ImportError as err:
+            raise ValueError("backend 'ray' is not available in this installation "
+                             f"({err}); use backend: local") from err
+        return RayBackend(specs, **options)
+    raise ValueError(f"unknown backend {name!r}: expected 'local' or 'ray'")
 
 
 def wire(cfg: RunConfig, specs: list[ActorSpec]) -> tuple[ActorBackend, Any]:
