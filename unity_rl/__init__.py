@@ -1,8 +1,9 @@
 """unity_rl: Unity ML-Agents builds as fast gymnasium vector environments, and the trainers.
 
 Public API: ``UnityVecEnv`` (gymnasium VectorEnv, one slot per agent), ``AgentStream``
-(per-agent experience over several builds), ``AgentKey``. They are imported lazily so that
-light sub-packages (the stand-in builds) start fast.
+(per-agent experience over several builds), ``AgentKey``, ``LaunchSettings`` (how builds start:
+the ``settings=`` of both). They are imported lazily so that light sub-packages (the stand-in
+builds) start fast.
 """
 import importlib
 import os
@@ -21,6 +22,7 @@ __version__ = "0.1.0"
 _PUBLIC = {
     "AgentKey": "unity_rl.envs.types",
     "AgentStream": "unity_rl.envs.agent_stream",
+    "LaunchSettings": "unity_rl.envs.settings",
     "StepResult": "unity_rl.envs.agent_stream",
     "UnityVecEnv": "unity_rl.envs.vec_env",
 }

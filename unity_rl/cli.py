@@ -99,20 +99,11 @@ def _add_policy_source(p: argparse.ArgumentParser, verb: str) -> None:
 
 def _add_build_flags(p: argparse.ArgumentParser,
                      env_default: str = "the bundled 3DBall stand-in") -> None:
-    """--env/--num-envs/--base-port/... shared by train, evaluate and random."""
-    p.add_argument("--env", metavar="PATH", dest="env_path",
-                   help=f"Unity build executable (.x86_64 optional); default: {env_default}")
-    p.add_argument("--num-envs", type=int, metavar="N",
-                   help="Unity builds to run (split over --num-actors when training; default 1)")
-    p.add_argument("--base-port", type=int, metavar="P",
-                   help="gRPC port of the first build; build i uses P+i (default 5005)")
-    p.add_argument("--time-scale", type=float, metavar="X",
-                   help="Unity time scale sent to the builds (default 20)")
-    p.add_argument("--timeout-wait", type=int, metavar="S",
-                   help="seconds to wait for a build to connect or answer (default 60)")
-    p.add_argument("--seed", type=int, metavar="S", help="random seed (-1 draws one; default -1)")
-    p.add_argument("--graphics", action=argparse.BooleanOptionalAction, default=None,
-                   help="run builds with or without rendering (--no-graphics: -nographics -batchmode)")
+    """One flag per launch setting (--env, --num-envs, --base-port, --time-scale, ...), shared by
+    train, evaluate and random: generated from ``LaunchSettings`` (names, help, defaults)."""
+    from unity_rl.envs.settings import add_launch_arguments
+
+    add_launch_arguments(p, env_default)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -144,18 +135,6 @@ def build_parser() -> argparse.ArgumentParser:
                             "with fresh step counts")
     train.add_argument("--inference", action="store_true", default=None,
                        help="run the policies of --resume / --initialize-from without training")
-    engine = train.add_argument_group("engine settings (sent to every build, as mlagents-learn)")
-    engine.add_argument("--width", type=int, metavar="PX", help="window width (default 84)")
-    engine.add_argument("--height", type=int, metavar="PX", help="window height (default 84)")
-    engine.add_argument("--quality-level", type=int, metavar="Q", help="Unity quality level (default 5)")
-    engine.add_argument("--target-frame-rate", type=int, metavar="FPS",
-                        help="Unity target frame rate, -1 unlimited (default -1)")
-    engine.add_argument("--capture-frame-rate", type=int, metavar="FPS",
-                        help="Unity capture frame rate (default 60)")
-    engine.add_argument("--no-graphics-monitor", action="store_true", default=None,
-                        help="render only the first build (worker 0); the others run -nographics")
-    engine.add_argument("--num-areas", type=int, metavar="N",
-                        help="training areas each build instantiates (default 1)")
     train.add_argument("--behavior", metavar="NAME",
                        help="train only this behavior (default: every behavior of the build, "
                             "each with its config section); the others' agents get zero actions")
@@ -173,20 +152,14 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--num-cpus-per-actor", type=float, metavar="N",
                        help="with --backend ray: CPUs each actor reserves (default 1)")
     train.add_argument("--torch-device", metavar="D", help="learner device: cpu, cuda, cuda:N or mps (default: cuda if available)")
-    train.add_argument("--max-lifetime-restarts", type=int, metavar="N",
-                       help="restarts of crashed builds allowed over the run, -1 unlimited (default 10)")
-    train.add_argument("--restarts-rate-limit-n", type=int, metavar="N",
-                       help="at most N restarts per rate-limit period, -1 no limit (default 1)")
-    train.add_argument("--restarts-rate-limit-period-s", type=int, metavar="S",
-                       help="length of the restart rate-limit period in seconds (default 60)")
     train.add_argument("--debug", action="store_true", default=None, help="verbose logging")
-    train.add_argument("--env-args", nargs=argparse.REMAINDER, metavar="...",
-                       help="the rest of the line is passed to every build (put it last)")
     train.set_defaults(handler=cmd_train)
 
     evaluate = sub.add_parser(
         "evaluate", formatter_class=_formatter, help="run a trained policy deterministically",
-        description="Run a trained policy deterministically on a build and print its mean return.")
+        description="Run a trained policy deterministically on a build and print its mean return. "
+                    "The builds start with the run's configuration.yaml (its env_settings and "
+                    "engine_settings); the launch flags given override it.")
     _add_policy_source(evaluate, "evaluate")
     evaluate.add_argument("--episodes", type=int, default=10, metavar="N",
                           help="finished episodes to average over (default 10)")
@@ -256,16 +229,12 @@ def prepare_run_dir(run_dir: Path, *, resume: bool, force: bool) -> None:
 
 
 def _train_overrides(args: argparse.Namespace, env_path: str | None) -> dict[str, Any]:
-    """The flags given, as apply_overrides' keywords (None = not given)."""
-    no_graphics = None if args.graphics is None else not args.graphics
+    """The flags given, as apply_overrides' keywords (None = not given): every launch setting
+    (``launch_arguments``) and train's own flags."""
+    from unity_rl.envs.settings import launch_arguments
+
     values = {
-        "env": env_path, "num_envs": args.num_envs, "base_port": args.base_port,
-        "seed": args.seed, "timeout_wait": args.timeout_wait, "time_scale": args.time_scale,
-        "no_graphics": no_graphics,
-        "env_args": None if args.env_args is None else tuple(args.env_args),
-        "max_lifetime_restarts": args.max_lifetime_restarts,
-        "restarts_rate_limit_n": args.restarts_rate_limit_n,
-        "restarts_rate_limit_period_s": args.restarts_rate_limit_period_s,
+        **launch_arguments(args), "env_path": env_path,
         "run_id": args.run_id, "results_dir": args.results_dir,
         "torch_device": args.torch_device, "debug": args.debug,
         "mode": args.mode, "num_actors": args.num_actors, "backend": args.backend,
@@ -273,10 +242,6 @@ def _train_overrides(args: argparse.Namespace, env_path: str | None) -> dict[str
         "max_actor_restarts": args.max_actor_restarts,
         "max_steps": args.max_steps, "behavior": args.behavior,
         "initialize_from": args.initialize_from, "inference": args.inference,
-        "width": args.width, "height": args.height, "quality_level": args.quality_level,
-        "target_frame_rate": args.target_frame_rate,
-        "capture_frame_rate": args.capture_frame_rate,
-        "no_graphics_monitor": args.no_graphics_monitor, "num_areas": args.num_areas,
     }
     if args.resume:
         values.update(resume=True, force=False)
@@ -501,7 +466,7 @@ def cmd_random(args: argparse.Namespace) -> int:
     env_path = resolve_env_path(args.env_path) if args.env_path else default_env_path()
     env = open_vec_env(args, env_path, None, behavior=args.behavior)
     try:
-        env.action_space.seed(max(0, args.seed if args.seed is not None else 0))
+        env.action_space.seed(env.builds.seed)  # the builds' seed (0 for --seed -1)
         env.reset()
         returns: list[float] = []
         agent_steps = 0

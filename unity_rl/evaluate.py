@@ -4,8 +4,9 @@ Contract: ``evaluate_policy(env, module, episodes)`` runs a deterministic export
 ``export.load_policy`` returns) on a ``UnityVecEnv`` and returns ``episodes`` returns, every slot
 playing as many episodes (so short failed episodes are not favoured); observations reach the
 module as the trainer's networks saw them (``runtime.collector.flat_obs``), hybrid outputs go
-back as one ``[n, C+B]`` action row. ``open_vec_env`` builds the env from the flags given, else
-the run's configuration, else mlagents-learn's defaults.
+back as one ``[n, C+B]`` action row. ``open_vec_env`` builds the env from one ``LaunchSettings``:
+the run's configuration (or the declared defaults) with the launch flags given on top, exactly
+as ``train`` stacks them (``launch_settings``).
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+from unity_rl.envs.settings import LaunchSettings
 
 def run_config(run_dir: Path | None):
     """The run's configuration.yaml, or None."""
@@ -26,24 +29,29 @@ def run_config(run_dir: Path | None):
     return load_config(run_dir / CONFIG_FILE)
 
 
-def open_vec_env(args: argparse.Namespace, env_path: str, run_cfg, behavior: str | None):
-    """UnityVecEnv over builds started with the run's ``LaunchSettings`` (engine settings,
-    ``num_areas``, environment parameters: as it trained), the flags given winning, else
-    mlagents-learn's defaults. With ``behavior`` named, the agents of the build's other behaviors
-    receive zero actions (said in the log)."""
+def launch_settings(args: argparse.Namespace, env_path: str, run_cfg) -> LaunchSettings:
+    """The settings ``evaluate``/``random`` launch with, stacked as for training: the declared
+    defaults < the run's configuration (``run_cfg``: engine settings, ``num_envs``,
+    ``num_areas``, environment parameters... as it trained) < the launch flags given
+    (``args``, the same flags as ``train``) < ``env_path``. Bad flag values raise ConfigError
+    naming the flag."""
     from unity_rl.config import RunConfig, apply_overrides
+    from unity_rl.envs.settings import launch_arguments
+
+    cfg = run_cfg if run_cfg is not None else RunConfig()
+    cfg = apply_overrides(cfg, **{**launch_arguments(args), "env_path": env_path})
+    return cfg.launch_settings(tempfile.mkdtemp(prefix="unity_rl_play_"))
+
+
+def open_vec_env(args: argparse.Namespace, env_path: str, run_cfg, behavior: str | None):
+    """UnityVecEnv over ``launch_settings(args, env_path, run_cfg)``: its ``num_envs`` builds,
+    seeds from its ``seed`` (0 for -1), its restart quota. With ``behavior`` named, the agents
+    of the build's other behaviors receive zero actions (said in the log)."""
     from unity_rl.envs.build_set import BuildSet
     from unity_rl.envs.vec_env import UnityVecEnv
 
-    cfg = run_cfg if run_cfg is not None else RunConfig()
-    no_graphics = None if args.graphics is None else not args.graphics
-    cfg = apply_overrides(cfg, env=env_path, base_port=args.base_port, no_graphics=no_graphics,
-                          time_scale=args.time_scale, timeout_wait=args.timeout_wait)
-    if run_cfg is None and no_graphics is None:  # no run: mlagents-learn's headless default
-        cfg = apply_overrides(cfg, no_graphics=True)
-    seed = args.seed if args.seed is not None else cfg.env_settings.seed
-    log_dir = tempfile.mkdtemp(prefix="unity_rl_play_")
-    builds = BuildSet(cfg.launch_settings(log_dir), args.num_envs or 1, max(0, int(seed)))
+    settings = launch_settings(args, env_path, run_cfg)
+    builds = BuildSet(settings, settings.num_envs, settings.build_seed)
     try:
         return UnityVecEnv.from_build_set(
             builds, behavior_name=behavior,

@@ -19,6 +19,8 @@ One format, the one ``mlagents-learn`` reads, so that its users keep their files
                    max_lifetime_restarts, restarts_rate_limit_n, restarts_rate_limit_period_s}
     engine_settings: {width, height, quality_level, time_scale, target_frame_rate,
                       capture_frame_rate, no_graphics, no_graphics_monitor}
+                                    # both load into RunConfig.launch, one LaunchSettings
+                                    # (unity_rl/envs/settings.py declares keys and defaults)
     environment_parameters: {mass: 1.0, scale: {sampler_type: uniform, sampler_parameters: ...}}
     checkpoint_settings: {run_id, resume, force, results_dir, initialize_from, inference}
     torch_settings: {device}
@@ -58,19 +60,18 @@ from unity_rl.config.sections import (
     BehaviorConfig,
     CheckpointConfig,
     ConfigError,
-    EngineConfig,
-    EnvConfig,
     EnvironmentParameter,
     FrozenMap,
     RunConfig,
     TorchConfig,
     UnityRLConfig,
 )
+from unity_rl.envs.settings import LaunchSettings
 
 __all__ = [
     "OVERRIDES", "SAMPLER_PARAMETERS", "BehaviorConfig",
-    "CheckpointConfig", "ConfigError", "EngineConfig", "EnvConfig", "EnvironmentParameter",
-    "FrozenMap", "RunConfig", "TorchConfig", "UnityRLConfig", "apply_overrides",
+    "CheckpointConfig", "ConfigError", "EnvironmentParameter", "FrozenMap",
+    "LaunchSettings", "RunConfig", "TorchConfig", "UnityRLConfig", "apply_overrides",
     "config_to_yaml", "dump_config", "load_config", "parse_config", "select_behavior",
     "write_config",
 ]

@@ -14,6 +14,7 @@ from unity_rl.config.sections import (
     EnvironmentParameter,
     RunConfig,
 )
+from unity_rl.envs.settings import ENGINE_SECTION, ENV_SECTION, LaunchSettings, section_fields
 
 
 # ==============================================================================================
@@ -55,6 +56,11 @@ def _dump_section(obj: Any) -> dict:
     return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
 
 
+def _dump_launch(launch: LaunchSettings, section: str) -> dict:
+    """The keys of one launch section (env_settings or engine_settings), in declaration order."""
+    return {f.name: _plain(getattr(launch, f.name)) for f in section_fields(section)}
+
+
 def dump_config(cfg: RunConfig) -> dict:
     """The resolved configuration as plain YAML-ready data, every key explicit.
 
@@ -64,8 +70,8 @@ def dump_config(cfg: RunConfig) -> dict:
     return {
         "default_settings": None if cfg.default_settings is None else _dump_behavior(cfg.default_settings),
         "behaviors": {name: _dump_behavior(b) for name, b in cfg.behaviors.items()},
-        "env_settings": _dump_section(cfg.env_settings),
-        "engine_settings": _dump_section(cfg.engine_settings),
+        "env_settings": _dump_launch(cfg.launch, ENV_SECTION),
+        "engine_settings": _dump_launch(cfg.launch, ENGINE_SECTION),
         "environment_parameters": {name: _dump_environment_parameter(p)
                                    for name, p in cfg.environment_parameters.items()} or None,
         "checkpoint_settings": _dump_section(cfg.checkpoint_settings),

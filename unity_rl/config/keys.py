@@ -6,10 +6,9 @@ import dataclasses
 from unity_rl.algorithms.registry import trainer_type as trainer_type_spec
 from unity_rl.config.sections import (
     CheckpointConfig,
-    EngineConfig,
-    EnvConfig,
     UnityRLConfig,
 )
+from unity_rl.envs.settings import ENGINE_SECTION, ENV_SECTION, section_fields
 
 
 def hyperparameter_keys(trainer_type: str) -> dict[str, str]:
@@ -22,8 +21,10 @@ NETWORK_KEYS = {"normalize": "normalize", "hidden_units": "hidden_units", "num_l
 BEHAVIOR_KEYS = {k: k for k in ("trainer_type", "max_steps", "time_horizon", "summary_freq",
                                  "checkpoint_interval", "keep_checkpoints", "even_checkpoints",
                                  "threaded")}
-ENV_KEYS = {f.name: f.name for f in dataclasses.fields(EnvConfig)}
-ENGINE_KEYS = {f.name: f.name for f in dataclasses.fields(EngineConfig)}
+ENV_KEYS = {f.name: f.name for f in section_fields(ENV_SECTION)}
+"""env_settings key -> LaunchSettings field (the same name, ML-Agents')."""
+ENGINE_KEYS = {f.name: f.name for f in section_fields(ENGINE_SECTION)}
+"""engine_settings key -> LaunchSettings field (the same name, ML-Agents')."""
 CHECKPOINT_KEYS = {f.name: f.name for f in dataclasses.fields(CheckpointConfig)}
 TORCH_KEYS = {"device": "device"}
 UNITY_RL_KEYS = {f.name: f.name for f in dataclasses.fields(UnityRLConfig)}

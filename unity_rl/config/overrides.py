@@ -34,10 +34,8 @@ def select_behavior(cfg: RunConfig, behavior_name: str) -> BehaviorConfig:
 
 OVERRIDES: dict[str, tuple[str, str]] = {
     # command-line name (mlagents-learn's) -> (RunConfig attribute, field)
-    "env": ("env_settings", "env_path"),
-    "env_path": ("env_settings", "env_path"),
-    **{name: ("env_settings", name) for name in ENV_KEYS if name != "env_path"},
-    **{name: ("engine_settings", name) for name in ENGINE_KEYS},
+    "env": ("launch", "env_path"),
+    **{name: ("launch", name) for name in (*ENV_KEYS, *ENGINE_KEYS)},  # env_path, num_envs...
     **{name: ("checkpoint_settings", name) for name in CHECKPOINT_KEYS},
     "torch_device": ("torch_settings", "device"),
     "device": ("torch_settings", "device"),

@@ -19,6 +19,7 @@ from typing import Any, Literal
 import yaml
 
 from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.envs.settings import LaunchSettings
 from unity_rl.config.keys import (
     BEHAVIOR_KEYS,
     CHECKPOINT_KEYS,
@@ -39,8 +40,6 @@ from unity_rl.config.sections import (
     BehaviorConfig,
     CheckpointConfig,
     ConfigError,
-    EngineConfig,
-    EnvConfig,
     EnvironmentParameter,
     FrozenMap,
     RunConfig,
@@ -331,6 +330,17 @@ def _section(raw: Mapping, name: str, cls: type, keys: dict[str, str], file: str
     return _build(cls, kwargs, where, keys)
 
 
+def _parse_launch(raw: Mapping, file: str) -> LaunchSettings:
+    """env_settings + engine_settings -> the one LaunchSettings; errors name the section."""
+    kwargs: dict[str, Any] = {}
+    elsewhere: dict[str, tuple[Where, str]] = {}
+    for name, keys in (("env_settings", ENV_KEYS), ("engine_settings", ENGINE_KEYS)):
+        where = Where(file, name)
+        kwargs.update(_read_keys(_mapping(raw.get(name), where), LaunchSettings, keys, where))
+        elsewhere.update({field_name: (where, key) for key, field_name in keys.items()})
+    return _build(LaunchSettings, kwargs, Where(file, "env_settings"), {}, elsewhere)
+
+
 def parse_config(raw: Any, source: str = "<config>") -> RunConfig:
     """A YAML document (already parsed) -> RunConfig; ``source`` names it in errors."""
     top = Where(source, None)
@@ -380,8 +390,7 @@ def parse_config(raw: Any, source: str = "<config>") -> RunConfig:
     return RunConfig(
         behaviors=FrozenMap(behaviors),
         default_settings=default_settings,
-        env_settings=_section(raw, "env_settings", EnvConfig, ENV_KEYS, source),
-        engine_settings=_section(raw, "engine_settings", EngineConfig, ENGINE_KEYS, source),
+        launch=_parse_launch(raw, source),
         environment_parameters=FrozenMap(environment_parameters),
         checkpoint_settings=_section(raw, "checkpoint_settings", CheckpointConfig, CHECKPOINT_KEYS,
                                      source, UNSUPPORTED["checkpoint"]),

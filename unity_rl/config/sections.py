@@ -1,5 +1,7 @@
 """The configuration's sections as frozen dataclasses (one docstring line per field), checked
-when built: ``RunConfig`` and its parts, ``ConfigError`` and ``FrozenMap``.
+when built: ``RunConfig`` and its parts, ``ConfigError`` and ``FrozenMap``. The sections
+``env_settings`` and ``engine_settings`` are declared once, with every launch setting, as
+``unity_rl.envs.settings.LaunchSettings`` (``RunConfig.launch``).
 
 Size: one frozen dataclass per section with a docstring line per field and its checks (about
 420 lines).
@@ -7,7 +9,6 @@ Size: one frozen dataclass per section with a docstring line per field and its c
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from typing import Any, Literal
 
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.registry import trainer_type, trainer_type_names
+from unity_rl.envs.settings import LaunchSettings
 
 
 class ConfigError(ValueError):
@@ -144,85 +146,6 @@ class BehaviorConfig:
     def gamma(self) -> float:
         """The discount (reward_signals.extrinsic.gamma)."""
         return self.hyperparameters.gamma
-
-
-@dataclass(frozen=True)
-class EnvConfig:
-    """``env_settings``: which build to run and how to supervise it (ML-Agents' names)."""
-
-    env_path: str | None = None
-    """Path of the Unity build (None: connect to the Unity Editor)."""
-    env_args: tuple[str, ...] | None = None
-    """Extra command-line arguments for the build."""
-    base_port: int = 5005
-    """First gRPC port; build i uses base_port + i."""
-    num_envs: int = 1
-    """Builds launched in all (mlagents-learn's --num-envs), split over unity_rl.num_actors."""
-    num_areas: int = 1
-    """Training areas each build instantiates (sent in the handshake)."""
-    seed: int = -1
-    """Random seed of the run (-1: draw one)."""
-    timeout_wait: int = 60
-    """Seconds to wait for a build to connect or answer before it counts as failed."""
-    max_lifetime_restarts: int = 10
-    """Restarts of crashed builds allowed over the run (-1: unlimited)."""
-    restarts_rate_limit_n: int = 1
-    """At most this many restarts per restarts_rate_limit_period_s (-1: no limit)."""
-    restarts_rate_limit_period_s: int = 60
-    """Window of the restart rate limit, seconds."""
-
-    def __post_init__(self) -> None:
-        s = "env_settings"
-        check_field(is_int(self.base_port) and 1 <= self.base_port <= 65535, s, "base_port",
-               "an int in [1, 65535]", self.base_port)
-        check_field(is_int(self.num_envs) and self.num_envs >= 1, s, "num_envs", "an int >= 1", self.num_envs)
-        check_field(self.base_port + self.num_envs - 1 <= 65535, s, "num_envs",
-               "small enough that base_port + num_envs - 1 <= 65535", self.num_envs)
-        check_field(is_int(self.num_areas) and self.num_areas >= 1, s, "num_areas", "an int >= 1", self.num_areas)
-        check_field(is_int(self.seed) and self.seed >= -1, s, "seed", "an int >= -1", self.seed)
-        check_field(is_int(self.timeout_wait) and self.timeout_wait >= 1, s, "timeout_wait",
-               "an int >= 1 (seconds)", self.timeout_wait)
-        check_field(is_int(self.max_lifetime_restarts) and self.max_lifetime_restarts >= -1, s,
-               "max_lifetime_restarts", "an int >= -1", self.max_lifetime_restarts)
-        check_field(is_int(self.restarts_rate_limit_n) and self.restarts_rate_limit_n >= -1, s,
-               "restarts_rate_limit_n", "an int >= -1", self.restarts_rate_limit_n)
-        check_field(is_int(self.restarts_rate_limit_period_s) and self.restarts_rate_limit_period_s >= 1, s,
-               "restarts_rate_limit_period_s", "an int >= 1", self.restarts_rate_limit_period_s)
-
-
-@dataclass(frozen=True)
-class EngineConfig:
-    """``engine_settings``: sent to each build through the engine configuration side channel."""
-
-    width: int = 84
-    """Window width in pixels."""
-    height: int = 84
-    """Window height in pixels."""
-    quality_level: int = 5
-    """Unity quality level."""
-    time_scale: float = 20.0
-    """Simulation speed multiplier."""
-    target_frame_rate: int = -1
-    """Unity's target frame rate (-1: unlimited)."""
-    capture_frame_rate: int = 60
-    """Unity's capture frame rate (fixes the simulated time per frame)."""
-    no_graphics: bool = False
-    """Run builds with -nographics -batchmode."""
-    no_graphics_monitor: bool = False
-    """Run all builds but the first without graphics."""
-
-    def __post_init__(self) -> None:
-        s = "engine_settings"
-        for name in ("width", "height"):
-            check_field(is_int(getattr(self, name)) and getattr(self, name) >= 1, s, name, "an int >= 1",
-                   getattr(self, name))
-        check_field(is_int(self.quality_level) and self.quality_level >= 0, s, "quality_level",
-               "an int >= 0", self.quality_level)
-        check_field(self.time_scale > 0 and math.isfinite(self.time_scale), s, "time_scale", "> 0", self.time_scale)
-        check_field(is_int(self.target_frame_rate) and self.target_frame_rate >= -1, s, "target_frame_rate",
-               "an int >= -1", self.target_frame_rate)
-        check_field(is_int(self.capture_frame_rate) and self.capture_frame_rate >= 0, s,
-               "capture_frame_rate", "an int >= 0", self.capture_frame_rate)
 
 
 SamplerType = Literal["constant", "uniform", "gaussian", "multirangeuniform"]
@@ -384,10 +307,9 @@ class RunConfig:
     """Behavior name -> BehaviorConfig (default_settings already merged in)."""
     default_settings: BehaviorConfig | None = None
     """Settings for behaviors not listed in behaviors (None: such behaviors are an error)."""
-    env_settings: EnvConfig = field(default_factory=EnvConfig)
-    """Build and its supervision."""
-    engine_settings: EngineConfig = field(default_factory=EngineConfig)
-    """Engine configuration sent to the builds."""
+    launch: LaunchSettings = field(default_factory=LaunchSettings)
+    """The YAML sections env_settings (build and its supervision) and engine_settings (sent to
+    the builds), loaded into the one launch-settings object (``unity_rl/envs/settings.py``)."""
     environment_parameters: FrozenMap = field(default_factory=FrozenMap)
     """Parameter name -> EnvironmentParameter, sent through the environment parameters channel."""
     checkpoint_settings: CheckpointConfig = field(default_factory=CheckpointConfig)
@@ -406,20 +328,22 @@ class RunConfig:
             if not isinstance(getattr(self, name), FrozenMap):
                 object.__setattr__(self, name, FrozenMap(getattr(self, name)))
 
-    def launch_settings(self, log_dir: str | None = None):
-        """The ``LaunchSettings`` every build of this run starts with (worker 0 first)."""
-        from unity_rl.envs.launcher import LaunchSettings
+    @property
+    def env_settings(self) -> LaunchSettings:
+        """The ``env_settings`` section: read its keys here (``cfg.env_settings.num_envs``);
+        they are fields of ``launch``."""
+        return self.launch
 
-        env, engine = self.env_settings, self.engine_settings
-        if env.env_path is None:
+    @property
+    def engine_settings(self) -> LaunchSettings:
+        """The ``engine_settings`` section: read its keys here; they are fields of ``launch``."""
+        return self.launch
+
+    def launch_settings(self, log_dir: str | None = None) -> LaunchSettings:
+        """The ``LaunchSettings`` every build of this run starts with: ``launch`` with the
+        builds' log folder and ``environment_parameters``."""
+        if self.launch.env_path is None:
             raise ValueError("env_settings.env_path (--env) is required: the path of a Unity "
                              "build (connecting to the Unity Editor is not supported)")
-        return LaunchSettings(
-            env_path=str(env.env_path), base_port=env.base_port, no_graphics=engine.no_graphics,
-            no_graphics_monitor=engine.no_graphics_monitor, time_scale=float(engine.time_scale),
-            width=engine.width, height=engine.height, quality_level=engine.quality_level,
-            target_frame_rate=engine.target_frame_rate,
-            capture_frame_rate=engine.capture_frame_rate, num_areas=env.num_areas,
-            env_args=tuple(env.env_args or ()), timeout_wait=float(env.timeout_wait),
-            step_timeout=float(env.timeout_wait), log_dir=log_dir,
-            env_parameters=tuple(self.environment_parameters.items()))
+        return dataclasses.replace(self.launch, log_dir=log_dir,
+                                   env_parameters=tuple(self.environment_parameters.items()))

@@ -22,9 +22,7 @@ Contract:
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
-import tempfile
 from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
@@ -48,10 +46,11 @@ from unity_rl.envs.behavior import (
     to_action_tuple,
 )
 from unity_rl.envs.build_set import BuildOutput, BuildSet
-from unity_rl.envs.launcher import LaunchSettings, RestartQuota
+from unity_rl.envs.launcher import RestartQuota
+from unity_rl.envs.settings import DEFAULTS, LaunchSettings
 from unity_rl.envs.types import DecisionBatch, TerminalBatch
 
-__all__ = ["ALL_BEHAVIORS", "AgentStream", "StepResult", "make_launch_settings"]
+__all__ = ["ALL_BEHAVIORS", "AgentStream", "StepResult"]
 
 logger = logging.getLogger(__name__)
 
@@ -67,42 +66,26 @@ class StepResult(NamedTuple):
     """Build -> failure reason, for builds restarted during this call."""
 
 
-def make_launch_settings(env_path: str, *, base_port: int, worker_id_start: int,
-                         no_graphics: bool, time_scale: float, env_args: Sequence[str],
-                         timeout_wait: float, step_timeout: float | None,
-                         log_dir: str | None,
-                         env_parameters: Mapping[str, Any] | None = None) -> LaunchSettings:
-    return LaunchSettings(
-        env_path=str(env_path), base_port=base_port, worker_id_start=worker_id_start,
-        no_graphics=no_graphics, time_scale=time_scale, env_args=tuple(env_args),
-        timeout_wait=timeout_wait,
-        step_timeout=timeout_wait if step_timeout is None else step_timeout,
-        log_dir=log_dir if log_dir is not None else tempfile.mkdtemp(prefix="unity_rl_logs_"),
-        env_parameters=tuple((env_parameters or {}).items()),
-    )
-
-
 class AgentStream:
     """Per-agent view of ``num_builds`` copies of one Unity build, for one or several behaviors."""
 
-    def __init__(self, env_path: str, *, num_builds: int = 1, base_port: int = 5005,
-                 worker_id_start: int = 0, no_graphics: bool = True, time_scale: float = 20.0,
-                 env_args: Sequence[str] = (), seed: int = 0, timeout_wait: float = 60.0,
-                 behavior_name: str | None = None, log_dir: str | None = None,
-                 step_timeout: float | None = None, restart_quota: RestartQuota | None = None,
-                 env_parameters: Mapping[str, Any] | None = None,
+    def __init__(self, env_path: str | None = None, *, settings: LaunchSettings | None = None,
+                 num_builds: int | None = None, behavior_name: str | None = None,
                  behaviors: Sequence[str] | None = None,
-                 other_behaviors: OtherBehaviorsMode = "error"):
+                 restart_quota: RestartQuota | None = None,
+                 other_behaviors: OtherBehaviorsMode = "error", **launch: Any):
+        """Launches the builds of ``settings`` (default: ``LaunchSettings()``, mlagents-learn's
+        defaults) with ``env_path`` and the ``launch`` keywords (any ``LaunchSettings`` field:
+        ``base_port``, ``seed``, ``time_scale``, ``no_graphics``, ``timeout_wait``,
+        ``env_parameters``...) on top; ``num_builds`` is ``num_envs``. The builds get
+        ``seed + i`` (0 + i for seed -1) and ``restart_quota`` or the settings' quota."""
         if behaviors is not None and behavior_name is not None:
             raise ValueError("pass either behavior_name= (one behavior) or behaviors= "
                              "(several, or ALL_BEHAVIORS), not both")
-        settings = make_launch_settings(
-            env_path, base_port=base_port, worker_id_start=worker_id_start,
-            no_graphics=no_graphics, time_scale=time_scale, env_args=env_args,
-            timeout_wait=timeout_wait, step_timeout=step_timeout, log_dir=log_dir,
-            env_parameters=env_parameters)
-        self._open(settings, num_builds, seed, restart_quota, behavior_name, behaviors,
-                   other_behaviors)
+        launch_settings = (settings or DEFAULTS).for_env_classes(env_path, num_envs=num_builds,
+                                                                 **launch)
+        self._open(launch_settings, launch_settings.num_envs, launch_settings.build_seed,
+                   restart_quota, behavior_name, behaviors, other_behaviors)
 
     @classmethod
     def from_settings(cls, launch: LaunchSettings, *, num_builds: int = 1,
@@ -112,9 +95,7 @@ class AgentStream:
                       restart_quota: RestartQuota | None = None) -> "AgentStream":
         """A stream over builds started with the run's ``LaunchSettings`` (engine settings,
         areas, timeouts... as the trainer's config says), from worker ``worker_id_start``."""
-        settings = dataclasses.replace(
-            launch, worker_id_start=worker_id_start,
-            log_dir=launch.log_dir or tempfile.mkdtemp(prefix="unity_rl_logs_"))
+        settings = launch.for_env_classes(worker_id_start=worker_id_start)
         self = cls.__new__(cls)
         self._open(settings, num_builds, seed, restart_quota, None, behaviors, other_behaviors)
         return self

@@ -64,7 +64,8 @@ class BuildSet:
         self.settings = settings
         self.num_builds = num_builds
         self.seed = seed
-        self.restart_quota = restart_quota if restart_quota is not None else RestartQuota()
+        self.restart_quota = (restart_quota if restart_quota is not None
+                              else RestartQuota.from_settings(settings))
         self.restart_count = [0] * num_builds
         self._builds: list[UnityBuild | None] = [None] * num_builds
         self._sent_at = [0.0] * num_builds
@@ -198,8 +199,8 @@ class BuildSet:
         except UnityEnvironmentException as err:
             return f"it exited ({err})"
         waited = time.monotonic() - self._sent_at[b]
-        if waited > self.settings.step_timeout:
-            return f"it did not answer within {self.settings.step_timeout:g} s (hung)"
+        if waited > self.settings.answer_timeout:
+            return f"it did not answer within {self.settings.answer_timeout:g} s (hung)"
         return None
 
     def _restart(self, b: int, reason: str) -> BuildOutput:

@@ -8,11 +8,12 @@ Contract:
 - ``stop_build`` always leaves no process behind (polite close, then kill of the whole session);
 - ``RestartQuota`` decides whether a failed build may be restarted (lifetime count and a rate
   limit, as mlagents-learn's ``--max-lifetime-restarts`` / ``--restarts-rate-limit-*``).
+Every build starts from one ``LaunchSettings`` (declared, with its defaults, in
+``unity_rl/envs/settings.py``; importable from here too).
 """
 from __future__ import annotations
 
 import collections
-import dataclasses
 import logging
 import os
 import signal
@@ -30,6 +31,7 @@ from mlagents_envs.side_channel.environment_parameters_channel import (
 
 from unity_rl.envs.communicator import UnityBuild
 from unity_rl.envs.ports import acquire_port_lock, check_port_free
+from unity_rl.envs.settings import DEFAULTS, LaunchSettings  # noqa: F401 - re-exported
 
 logger = logging.getLogger(__name__)
 
@@ -44,63 +46,16 @@ class BuildFailedError(RuntimeError):
     """A build died or hung and may not be restarted (quota spent)."""
 
 
-@dataclass(frozen=True)
-class LaunchSettings:
-    """How to start every build of a run: the one launch-settings object that travels from the
-    config and the CLI (``unity_rl.config.launch_settings``) to each build. Defaults are
-    mlagents-learn's."""
-
-    env_path: str
-    """Path to the build executable, with or without its .x86_64/.x86 suffix."""
-    base_port: int = 5005
-    """Port of worker 0; worker w listens on base_port + w."""
-    worker_id_start: int = 0
-    """Worker id of build 0 (build i is worker worker_id_start + i)."""
-    no_graphics: bool = True
-    """Pass -nographics -batchmode to the builds."""
-    no_graphics_monitor: bool = False
-    """Run every build but worker 0 with -nographics (mlagents-learn's --no-graphics-monitor)."""
-    time_scale: float = 20.0
-    """Engine time scale sent through the engine-configuration side channel."""
-    width: int = 84
-    """Engine configuration: window width in pixels."""
-    height: int = 84
-    """Engine configuration: window height in pixels."""
-    quality_level: int = 5
-    """Engine configuration: Unity quality level."""
-    target_frame_rate: int = -1
-    """Engine configuration: Unity's target frame rate (-1: unlimited)."""
-    capture_frame_rate: int = 60
-    """Engine configuration: Unity's capture frame rate (fixes simulated time per frame)."""
-    num_areas: int = 1
-    """Training areas each build instantiates (sent in the handshake)."""
-    env_args: tuple[str, ...] = ()
-    """Extra command-line arguments for every build."""
-    timeout_wait: float = 60.0
-    """Seconds to wait for a build to connect at start-up."""
-    step_timeout: float = 60.0
-    """Seconds a running build may take to answer one step before it counts as hung."""
-    log_dir: str | None = None
-    """Folder for the per-build log files (created if missing)."""
-    env_parameters: tuple[tuple[str, Any], ...] = ()
-    """Environment parameters sent to every build at start-up: (name, float) for a constant, or
-    (name, spec) with spec having ``sampler_type`` uniform|gaussian|multirangeuniform and the
-    matching fields of ``unity_rl.config.EnvironmentParameter``."""
-
-    def replace_args(self, extra: tuple[str, ...]) -> "LaunchSettings":
-        """A copy with ``extra`` appended to ``env_args`` (e.g. one actor's slowed builds)."""
-        return dataclasses.replace(self, env_args=self.env_args + tuple(extra)) if extra else self
-
-
 @dataclass
 class RestartQuota:
-    """Restart budget shared by the builds of a run; -1 disables a limit."""
+    """Restart budget shared by the builds of a run; -1 disables a limit. Defaults: the
+    ``LaunchSettings`` declaration's (``from_settings`` takes a run's)."""
 
-    max_lifetime_restarts: int = 10
+    max_lifetime_restarts: int = DEFAULTS.max_lifetime_restarts
     """Restarts allowed over the whole run."""
-    rate_limit_n: int = 1
+    rate_limit_n: int = DEFAULTS.restarts_rate_limit_n
     """Restarts allowed within one rate-limit period."""
-    rate_limit_period_s: float = 60.0
+    rate_limit_period_s: float = float(DEFAULTS.restarts_rate_limit_period_s)
     """Length of the rate-limit period in seconds."""
     _history: collections.deque = field(default_factory=collections.deque, repr=False)
     _lifetime: int = field(default=0, repr=False)
@@ -123,9 +78,18 @@ class RestartQuota:
     def restarts(self) -> int:
         return self._lifetime
 
+    @classmethod
+    def from_settings(cls, settings: LaunchSettings) -> "RestartQuota":
+        """The quota ``settings`` declare (max_lifetime_restarts, restarts_rate_limit_*)."""
+        return cls(*settings.restart_limits)
 
-def resolve_env_path(env_path: str) -> str:
+
+def resolve_env_path(env_path: str | None) -> str:
     """Returns the executable for ``env_path`` or raises BuildLaunchError saying what to do."""
+    if env_path is None:
+        raise BuildLaunchError("No Unity build given: pass --env (env_settings.env_path, or "
+                               "LaunchSettings(env_path=...)) with the path to your build's "
+                               "executable; connecting to the Unity Editor is not supported.")
     path = Path(env_path).expanduser()
     stem = path
     if path.suffix in EXECUTABLE_SUFFIXES:
@@ -201,7 +165,7 @@ def _start(settings: LaunchSettings, executable: str, build: int, worker_id: int
             no_graphics=settings.no_graphics or (settings.no_graphics_monitor and worker_id > 0),
             num_areas=settings.num_areas,
             timeout_wait=max(1, int(round(settings.timeout_wait))),
-            additional_args=list(settings.env_args),
+            additional_args=list(settings.env_args or ()),
             side_channels=[engine, parameters],
             log_folder=str(Path(settings.log_dir).resolve()) if settings.log_dir else None,
         )
@@ -216,7 +180,7 @@ def _start(settings: LaunchSettings, executable: str, build: int, worker_id: int
             f"Build {build} ('{executable}', port {port}) failed to start: {err} "
             f"{log_tail(log_path(settings, worker_id))}"
         ) from err
-    env.set_answer_timeout(settings.step_timeout)
+    env.set_answer_timeout(settings.answer_timeout)
     return env
 
 

@@ -32,6 +32,7 @@ from unity_rl.envs.agent_stream import AgentStream
 from unity_rl.envs.behavior import ALL_BEHAVIORS, OtherBehaviors, OtherBehaviorsMode
 from unity_rl.envs.build_set import BuildOutput
 from unity_rl.envs.launcher import RestartQuota
+from unity_rl.envs.settings import LaunchSettings
 from unity_rl.envs.slots import (
     AgentSetChangedError,
     BehaviorSlots,
@@ -51,20 +52,15 @@ class MultiBehaviorVecEnv:
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP}
 
-    def __init__(self, env_path: str, *, behaviors: Sequence[str] | str = ALL_BEHAVIORS,
-                 num_builds: int = 1, base_port: int = 5005, worker_id_start: int = 0,
-                 no_graphics: bool = True, time_scale: float = 20.0,
-                 env_args: Sequence[str] = (), seed: int = 0, timeout_wait: float = 60.0,
-                 log_dir: str | None = None, step_timeout: float | None = None,
+    def __init__(self, env_path: str | None = None, *, settings: LaunchSettings | None = None,
+                 behaviors: Sequence[str] | str = ALL_BEHAVIORS, num_builds: int | None = None,
                  restart_quota: RestartQuota | None = None,
-                 env_parameters: Mapping[str, Any] | None = None,
-                 other_behaviors: OtherBehaviorsMode = "error"):
-        stream = AgentStream(
-            env_path, num_builds=num_builds, base_port=base_port,
-            worker_id_start=worker_id_start, no_graphics=no_graphics, time_scale=time_scale,
-            env_args=env_args, seed=seed, timeout_wait=timeout_wait, log_dir=log_dir,
-            step_timeout=step_timeout, restart_quota=restart_quota,
-            env_parameters=env_parameters, behaviors=behaviors, other_behaviors=other_behaviors)
+                 other_behaviors: OtherBehaviorsMode = "error", **launch: Any):
+        """Launches builds as ``AgentStream`` does (``settings`` with ``env_path``,
+        ``num_builds`` and any ``LaunchSettings`` field as a keyword on top)."""
+        stream = AgentStream(env_path, settings=settings, num_builds=num_builds,
+                             behaviors=behaviors, restart_quota=restart_quota,
+                             other_behaviors=other_behaviors, **launch)
         self._attach(stream.builds, stream.behavior_names, other_behaviors)
 
     @classmethod

@@ -88,8 +88,9 @@ class UnityParallelEnv(ParallelEnv):
     def __init__(self, env_path: str, *, behaviors: Sequence[str] | str = ALL_BEHAVIORS,
                  revive: bool = True, other_behaviors: OtherBehaviorsMode = "error",
                  **stream_kwargs: Any):
-        """``stream_kwargs``: any other ``AgentStream`` keyword (``num_builds``, ``base_port``,
-        ``env_args``, ``seed``, ``timeout_wait``, ``restart_quota``, ...)."""
+        """``stream_kwargs``: any other ``AgentStream`` keyword (``settings=LaunchSettings(...)``,
+        ``num_builds``, ``restart_quota``, or any launch setting: ``base_port``, ``env_args``,
+        ``seed``, ``timeout_wait``, ...)."""
         stream = AgentStream(env_path, behaviors=behaviors, other_behaviors=other_behaviors,
                              **stream_kwargs)
         try:

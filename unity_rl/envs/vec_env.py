@@ -23,14 +23,14 @@ for discrete behaviors.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from unity_rl.envs.agent_stream import make_launch_settings
 from unity_rl.envs.behavior import OtherBehaviors, OtherBehaviorsMode, select_behavior
 from unity_rl.envs.build_set import BuildOutput, BuildSet
 from unity_rl.envs.launcher import RestartQuota
+from unity_rl.envs.settings import DEFAULTS, LaunchSettings
 from unity_rl.envs.slots import (
     USE_STREAM,
     AgentSetChangedError,
@@ -48,20 +48,20 @@ class UnityVecEnv(VectorEnv):
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP}
 
-    def __init__(self, env_path: str, *, num_builds: int = 1, base_port: int = 5005,
-                 worker_id_start: int = 0, no_graphics: bool = True, time_scale: float = 20.0,
-                 env_args: Sequence[str] = (), seed: int = 0, timeout_wait: float = 60.0,
-                 behavior_name: str | None = None, log_dir: str | None = None,
-                 step_timeout: float | None = None, restart_quota: RestartQuota | None = None,
-                 env_parameters: Mapping[str, Any] | None = None,
-                 other_behaviors: OtherBehaviorsMode = "error"):
-        settings = make_launch_settings(
-            env_path, base_port=base_port, worker_id_start=worker_id_start,
-            no_graphics=no_graphics, time_scale=time_scale, env_args=env_args,
-            timeout_wait=timeout_wait, step_timeout=step_timeout, log_dir=log_dir,
-            env_parameters=env_parameters)
-        self._attach(BuildSet(settings, num_builds, seed, restart_quota), behavior_name,
-                     other_behaviors)
+    def __init__(self, env_path: str | None = None, *, settings: LaunchSettings | None = None,
+                 num_builds: int | None = None, behavior_name: str | None = None,
+                 restart_quota: RestartQuota | None = None,
+                 other_behaviors: OtherBehaviorsMode = "error", **launch: Any):
+        """Launches the builds of ``settings`` (default: ``LaunchSettings()``, mlagents-learn's
+        defaults) with ``env_path`` and the ``launch`` keywords (any ``LaunchSettings`` field:
+        ``base_port``, ``seed``, ``time_scale``, ``no_graphics``, ``timeout_wait``,
+        ``env_parameters``...) on top; ``num_builds`` is ``num_envs``. The builds get
+        ``seed + i`` (0 + i for seed -1) and ``restart_quota`` or the settings' quota."""
+        launch_settings = (settings or DEFAULTS).for_env_classes(env_path, num_envs=num_builds,
+                                                                 **launch)
+        builds = BuildSet(launch_settings, launch_settings.num_envs, launch_settings.build_seed,
+                          restart_quota)
+        self._attach(builds, behavior_name, other_behaviors)
 
     @classmethod
     def from_build_set(cls, builds, behavior_name: str | None = None,

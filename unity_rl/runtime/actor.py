@@ -40,6 +40,7 @@ import numpy as np
 
 from unity_rl.algorithms.types import Segment
 from unity_rl.envs.behavior import ALL_BEHAVIORS
+from unity_rl.envs.settings import DEFAULTS as LAUNCH_DEFAULTS
 from unity_rl.runtime.algorithm import BehaviorPlan
 from unity_rl.runtime.collector import TrajectoryCollector
 from unity_rl.runtime.messages import (
@@ -98,18 +99,18 @@ class StreamSettings:
     """What agents of behaviors not trained get: 'error' (raise) or 'zeros' (zero actions)."""
     launch: Any = None
     """The run's ``unity_rl.envs.launcher.LaunchSettings`` (ports, flags, engine, timeouts)."""
-    restart_quota: tuple[int, int, float] = (10, 1, 60.0)
+    restart_quota: tuple[int, int, float] = LAUNCH_DEFAULTS.restart_limits
     """Build restarts: (lifetime, per period, period seconds); -1 for unlimited."""
 
     @property
     def timeout_wait(self) -> float:
         """Seconds a build may take to connect."""
-        return float(self.launch.timeout_wait) if self.launch is not None else 60.0
+        return float((self.launch or LAUNCH_DEFAULTS).timeout_wait)
 
     @property
     def step_timeout(self) -> float | None:
         """Seconds a build may take to answer a step."""
-        return float(self.launch.step_timeout) if self.launch is not None else None
+        return self.launch.answer_timeout if self.launch is not None else None
 
     def open(self):
         """Starts the builds and returns the ``AgentStream`` over them."""

@@ -87,8 +87,7 @@ def actor_specs(cfg: RunConfig, algorithms: dict[str, Algorithm], default: Algor
             seed=seed + first_worker, behaviors=behaviors,
             other_behaviors="zeros" if rl.behavior is not None else "error",
             launch=launch.replace_args(extra),
-            restart_quota=(env.max_lifetime_restarts, env.restarts_rate_limit_n,
-                           float(env.restarts_rate_limit_period_s)))
+            restart_quota=launch.restart_limits)
         policy_seed = int(np.random.SeedSequence([seed, k, start_steps]).generate_state(1)[0])
         specs.append(ActorSpec(
             actor_id=k, stream=stream, plans=plans, default_plan=default_plan,
