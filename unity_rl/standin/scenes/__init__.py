@@ -11,7 +11,7 @@ VisualBall     ``VisualBall?team=0``: camera 3x84x84 (PNG) +    4       5       
                2 vector obs, 2 continuous actions
 TwoBehaviors   ``3DBall?team=0`` (continuous) and               4 + 2   5 and 1   5000/100
                ``Basic?team=0`` (discrete) in one build
-GridWorld      ``GridWorld?team=0``: camera 3x64x84 (PNG) +      9       1         100
+GridWorld      ``GridWorld?team=0``: camera 3x64x84 (PNG) +     9       1         100
                goal signal 2 (GOAL_SIGNAL), 1 branch of 5,
                action masks; ``--standin-gridworld-tinted``:
                camera 3x40x40 only, period 5, MaxStep 500
@@ -19,7 +19,7 @@ FoodCollector  ``FoodCollector?team=0``: 8 obs, 3 continuous +   8       5      
                1 branch of 2 (hybrid)
 FloatGrid      ``FloatGrid?team=0``: float grid 2x6x6           4       1         100
                (uncompressed) + 2 obs, 1 branch of 5
-3DBallHard     ``3DBallHard?team=0``: stacked 27 + 18 obs          12      5         5000
+3DBallHard     ``3DBallHard?team=0``: stacked 27 + 18 obs       12      5         5000
                (9 stacks), 2 continuous actions
 Visual3DBall   ``Visual3DBall?team=0``: stacked camera          8       5         5000
                12x84x84 (PNG, 4 stacks), 2 continuous
