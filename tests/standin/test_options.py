@@ -46,7 +46,8 @@ def test_gridworld_tinted_flag_and_scene_choice():
     [unity] = SCENES["GridWorld"](parse_args([]))
     [tinted] = SCENES["GridWorld"](parse_args(["--standin-gridworld-tinted"]))
     assert (unity.factory, unity.decision_period, unity.max_step) == (GridWorldModel, 1, 100)
-    assert (tinted.factory, tinted.decision_period, tinted.max_step) == (TintedGridWorldModel, 5, 500)
+    assert (tinted.factory, tinted.decision_period, tinted.max_step) == (
+        TintedGridWorldModel, 5, 500)
 
 
 @pytest.mark.parametrize("argv", [

@@ -176,7 +176,7 @@ def test_gridworld_model_rewards_goal_signal_and_oracle():
     assert len(returns) > 100 and np.mean(returns) > 0.9
 
 
-# -- GridFoodCollector and VisualFoodCollector ------------------------------------------------------
+# -- GridFoodCollector and VisualFoodCollector --------------------------------------------------
 
 GFC, VFC = "GridFoodCollector?team=0", "VisualFoodCollector?team=0"
 
