@@ -60,14 +60,18 @@ class Scene:
     build: str                  # under unity_builds/, without .x86_64
     configs: tuple[str, ...]    # files in --configs-dir; several are merged (one behavior each)
     targets: dict               # behavior -> mean return that counts as solved
+    env_args: tuple[str, ...] = ()  # stand-in options for the build (both tools: --env-args)
 
 
 # Add a row when a stand-in exists; rows whose build is missing are skipped with a message.
 SCENES = {
     "3DBall": Scene("3DBall", ("3DBall.yaml",), {"3DBall": 95.0}),
     "Basic": Scene("Basic", ("Basic.yaml",), {"Basic": 0.9}),
-    # provisional target (GridWorld: +1 goal, -1 wrong square, -0.01 a step): check on the stand-in
-    "GridWorld": Scene("GridWorld", ("GridWorld.yaml",), {"GridWorld": 0.8}),
+    # provisional target (GridWorld: +1 goal, -1 wrong square, -0.01 a step): check on the stand-in.
+    # The tinted variant (3x40x40 camera only, 3x3, the target shown by the floor tint): the scene
+    # all results/vs_mlagents_learn_gridworld_* and docs/behaviors.md were measured on.
+    "GridWorld": Scene("GridWorld", ("GridWorld.yaml",), {"GridWorld": 0.8},
+                       ("--standin-gridworld-tinted",)),
     "TwoBehaviors": Scene("TwoBehaviors", ("3DBall.yaml", "Basic.yaml"),
                           {"3DBall": 95.0, "Basic": 0.9}),
 }
@@ -189,15 +193,17 @@ def summarize(runs: list[dict]) -> dict:
 # -- running ------------------------------------------------------------------------------------
 
 def command(tool: str, args, config: Path, build: Path, port: int, run_id: str, results: Path,
-            seed: int) -> list[str]:
+            seed: int, env_args: tuple[str, ...] = ()) -> list[str]:
     common = [str(config), "--env", str(build), "--num-envs", str(args.num_envs),
               "--base-port", str(port), "--no-graphics", "--run-id", run_id,
               "--results-dir", str(results), "--force", "--seed", str(seed)]
+    last = ["--env-args", *env_args] if env_args else []  # both tools: the rest of the line
     if tool == "mlagents-learn":
-        return [str(Path(args.mlagents_venv) / "bin" / "mlagents-learn")] + common
+        return [str(Path(args.mlagents_venv) / "bin" / "mlagents-learn")] + common + last
     # `unity-rl train` of THIS checkout: `python -m unity_rl` from the repo root (the venv's
     # unity-rl script may point at another checkout's editable install)
-    return [sys.executable, "-m", "unity_rl", "train"] + common + shlex.split(args.unity_rl_args)
+    return ([sys.executable, "-m", "unity_rl", "train"] + common
+            + shlex.split(args.unity_rl_args) + last)
 
 
 def stop_group(proc: subprocess.Popen) -> None:
@@ -222,7 +228,7 @@ def one_run(tool, scene_name, scene, args, config, seed, port, tmp: Path) -> dic
     run_id = f"{scene_name}_{tool}_{seed}"
     results = tmp / tool.replace("-", "_")
     cmd = command(tool, args, config, REPO / "unity_builds" / scene.build, port, run_id,
-                  results, seed)
+                  results, seed, scene.env_args)
     log = tmp / f"{run_id}.log"
     print(f"[{scene_name}] {tool} seed {seed}: {shlex.join(cmd)}", flush=True)
     t_start = time.time()
@@ -365,7 +371,8 @@ def main(argv=None) -> None:
                      "stop_at_target": args.stop_at_target, "unity_rl_args": args.unity_rl_args,
                      "configs_dir": str(args.configs_dir),
                      "targets": {s: SCENES[s].targets for s in args.scenes},
-                     "configs": {s: SCENES[s].configs for s in args.scenes}},
+                     "configs": {s: SCENES[s].configs for s in args.scenes},
+                     "env_args": {s: list(SCENES[s].env_args) for s in args.scenes}},
         "measured": __doc__, "notes": notes, "summary": summary, "runs": runs,
     }
     print_table(summary, notes)

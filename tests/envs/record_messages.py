@@ -33,7 +33,7 @@ CASES = {
     "Basic": ([], 300, 3, 12),
     "VisualBall": (["--standin-max-step", "30"], 40, 2, 3),
     "TwoBehaviors": (["--standin-max-step", "60"], 300, 3, 10),
-    "GridWorld": ([], 150, 2, 4),
+    "GridWorld": (["--standin-gridworld-tinted"], 150, 2, 4),
     "FoodCollector": (["--standin-max-step", "50"], 200, 3, 8),
     "FloatGrid": (["--standin-max-step", "20"], 100, 3, 8),
 }

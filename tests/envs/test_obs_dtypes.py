@@ -38,8 +38,9 @@ def test_float_grid_through_agent_stream(free_base_port):
 
 
 def test_png_camera_is_uint8(free_base_port):
+    # the tinted GridWorld: one camera only (3x40x40)
     with UnityVecEnv(str(BUILDS_DIR / "GridWorld"), base_port=free_base_port(1),
-                     timeout_wait=30) as env:
+                     timeout_wait=30, env_args=["--standin-gridworld-tinted"]) as env:
         assert env.single_observation_space == spaces.Box(0, 255, (3, 40, 40), np.uint8)
         obs, info = env.reset()
         assert obs.dtype == np.uint8 and obs.shape == (9, 3, 40, 40) and obs.max() > 150

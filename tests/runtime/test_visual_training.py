@@ -1,5 +1,6 @@
-"""Learning from a camera: on the GridWorld stand-in, which goal is right is shown only in the
-image, so a policy trained on the image must beat the same training blind to it."""
+"""Learning from a camera: on the GridWorld stand-in's tinted variant, which goal is right is
+shown only in the image, so a policy trained on the image must beat the same training blind to
+it."""
 from __future__ import annotations
 
 import dataclasses
@@ -16,13 +17,15 @@ GRIDWORLD = REPO_ROOT / "unity_builds" / "GridWorld.x86_64"
 CONFIG = REPO_ROOT / "configs" / "ppo" / "gridworld.yaml"
 STEPS = 16_000
 SEED = 1
+TINTED = ("--standin-gridworld-tinted",)
+"""The 3x3 GridWorld whose target is the floor tint (camera only), as configs/ppo/gridworld.yaml."""
 
 
 def grid_config(base_port: int, env_args: tuple[str, ...] = ()):
     """configs/ppo/gridworld.yaml (Unity's GridWorld section) on a small budget, sync wiring."""
     cfg = apply_overrides(load_config(CONFIG), env=str(GRIDWORLD), base_port=base_port,
                           num_envs=2, num_actors=1, mode="sync", seed=SEED, no_graphics=True,
-                          env_args=env_args, timeout_wait=30)
+                          env_args=TINTED + env_args, timeout_wait=30)
     [(name, behavior)] = list(cfg.behaviors.items())
     # constant schedules: over Unity's max_steps (500k) the rate and entropy bonus barely decay
     # in the first 16k steps; a short max_steps would decay them to nothing

@@ -1,4 +1,5 @@
-"""GridWorld, FoodCollector and FloatGrid: through the real UnityEnvironment, and their models."""
+"""GridWorld (its tinted variant), FoodCollector and FloatGrid: through the real UnityEnvironment,
+and their models. GridWorld as Unity's scene: tests/standin/test_zoo_scenes.py."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,15 +15,16 @@ from unity_rl.standin.scenes.gridworld import (
     LEFT,
     RIGHT,
     UP,
-    GridWorldModel,
+    TintedGridWorldModel,
 )
 from unity_rl.standin.side_channels import EnvironmentParameters
 
 GW, FC, FG = "GridWorld?team=0", "FoodCollector?team=0", "FloatGrid?team=0"
+TINTED = "--standin-gridworld-tinted"
 
 
 def test_gridworld_build_spec_png_masks_and_decision_period(open_env):
-    env = open_env("GridWorld")
+    env = open_env("GridWorld", args=[TINTED])
     env.reset()
     spec = env.behavior_specs[GW]
     assert [o.shape for o in spec.observation_specs] == [(3, 40, 40)]
@@ -47,7 +49,7 @@ def test_gridworld_build_spec_png_masks_and_decision_period(open_env):
 
 
 def _world(target, agent, green, red, grid=5):
-    model = GridWorldModel(1, np.random.default_rng(0), EnvironmentParameters(), None)
+    model = TintedGridWorldModel(1, np.random.default_rng(0), EnvironmentParameters(), None)
     model.reset(np.array([0]))
     model.grid[0] = grid
     model.target[0], model.agent[0] = target, agent
@@ -101,7 +103,7 @@ def _grid_params(size=None):
 
 
 def _returns(policy, size=None, episodes=600):
-    model = GridWorldModel(9, np.random.default_rng(1), _grid_params(size), None)
+    model = TintedGridWorldModel(9, np.random.default_rng(1), _grid_params(size), None)
     idx = np.arange(9)
     model.reset(idx)
     ret, steps, returns = np.zeros(9), np.zeros(9, int), []
@@ -138,11 +140,11 @@ def test_gridworld_oracle_and_random_returns():
 
 
 def test_gridworld_grid_size_parameter_and_default():
-    default = GridWorldModel(9, np.random.default_rng(0), _grid_params(), None)
+    default = TintedGridWorldModel(9, np.random.default_rng(0), _grid_params(), None)
     default.reset(np.arange(9))
     assert default.grid.tolist() == [3] * 9
     assert default.agent.max() <= 2 and default.goals.max() <= 2
-    model = GridWorldModel(9, np.random.default_rng(0), _grid_params(5), None)
+    model = TintedGridWorldModel(9, np.random.default_rng(0), _grid_params(5), None)
     model.reset(np.arange(9))
     assert model.grid.tolist() == [5] * 9
     model.agent[0] = (2, 2)  # inside a 5x5 grid: no wall around
@@ -156,7 +158,7 @@ def test_gridworld_grid_size_parameter_and_default():
 
 
 def test_gridworld_blind_option_sends_black_png_images(open_env):
-    env = open_env("GridWorld", args=["--standin-blind"])
+    env = open_env("GridWorld", args=[TINTED, "--standin-blind"])
     env.reset()
     assert [o.shape for o in env.behavior_specs[GW].observation_specs] == [(3, 40, 40)]
     rng = np.random.default_rng(0)

@@ -35,6 +35,21 @@ def test_standin_options_space_and_equals_forms():
     assert opts.basic_start == 0 and opts.port == 6000 and opts.log_file == "x.log"
 
 
+def test_gridworld_tinted_flag_and_scene_choice():
+    from unity_rl.standin.scenes import SCENES
+    from unity_rl.standin.scenes.gridworld import GridWorldModel, TintedGridWorldModel
+
+    assert not parse_args([]).gridworld_tinted
+    assert not parse_args(["--standin-blind"]).gridworld_tinted
+    assert parse_args(["--standin-gridworld-tinted"]).gridworld_tinted
+    assert not parse_args(["--standin-gridworld-tinted=0"]).gridworld_tinted
+    [unity] = SCENES["GridWorld"](parse_args([]))
+    [tinted] = SCENES["GridWorld"](parse_args(["--standin-gridworld-tinted"]))
+    assert (unity.factory, unity.decision_period, unity.max_step) == (GridWorldModel, 1, 100)
+    assert (tinted.factory, tinted.decision_period, tinted.max_step) == (
+        TintedGridWorldModel, 5, 500)
+
+
 @pytest.mark.parametrize("argv", [
     ["--standin-agents", "zero"],
     ["--standin-agents", "0"],

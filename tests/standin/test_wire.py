@@ -184,3 +184,24 @@ def test_brain_parameters_bytes_fill_deprecated_fields():
     assert bp.action_spec.num_discrete_actions == 1
     assert list(bp.action_spec.discrete_branch_sizes) == [3]
     assert list(bp.vector_action_size_deprecated) == [3]
+
+
+def test_observation_type_and_channel_mapping_bytes_match_the_generated_classes():
+    from mlagents_envs.communicator_objects.observation_pb2 import ObservationProto
+
+    goal = ObsSpec("VectorSensor", (2,), dimension_properties=(1,), observation_type=1)
+    camera = ObsSpec("StackingSensor_size2_CameraSensor", (6, 4, 4), png=True,
+                     dimension_properties=(1, 2, 2), channel_mapping=tuple(range(6)))
+    fake_png = b"\x89PNG\r\n\x1a\nAB" * 2
+    for spec, values in ((goal, np.array([[0.0, 1.0]], np.float32)), (camera, [fake_png])):
+        [raw] = ObsEncoder(spec).encode(values)
+        expected = ObservationProto(shape=spec.shape, name=spec.name,
+                                    dimension_properties=spec.dimension_properties,
+                                    observation_type=spec.observation_type,
+                                    compressed_channel_mapping=spec.channel_mapping)
+        if spec.png:
+            expected.compression_type, expected.compressed_data = 1, fake_png
+        else:
+            expected.float_data.data.extend(values[0].tolist())
+        # field 13 of AgentInfoProto: tag, length, then exactly the generated serialization
+        assert raw == len_field(13, expected.SerializeToString())

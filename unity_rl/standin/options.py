@@ -25,6 +25,8 @@ Stand-in options (all optional; see unity_builds/README.md):
 ``--standin-spec JSON_OR_PATH``    Mock: its spec, JSON text or a JSON file (docs/testing.md)
 ``--standin-connect-timeout S``    give up (exit 1) when no trainer answers the handshake
 ``--standin-blind``                GridWorld: send all-black camera images (same shape, PNG)
+``--standin-gridworld-tinted``     GridWorld: the earlier stand-in shape (camera 3x40x40 only,
+                                   target shown by the floor tint, 3x3, period 5, MaxStep 500)
 =================================  ========================================================
 """
 from __future__ import annotations
@@ -61,6 +63,8 @@ class PlayerOptions:
     connect_timeout: float = 30.0
     blind: bool = False
     """GridWorld: all-black images, for a policy blind to the image (a baseline)."""
+    gridworld_tinted: bool = False
+    """GridWorld: the tinted variant (the stand-in's shape before it matched Unity's scene)."""
     ignored: list[str] = field(default_factory=list)
     """Arguments the player did not recognise (Unity ignores them too)."""
 
@@ -132,7 +136,7 @@ def _set(opts: PlayerOptions, name: str, value: str) -> None:
         raise OptionError(f"unknown stand-in option --standin-{name}")
 
 
-_FLAGS = {"realtime", "blind"}
+_FLAGS = {"realtime", "blind", "gridworld-tinted"}
 
 
 def parse_args(argv: list[str]) -> PlayerOptions:
@@ -159,10 +163,8 @@ def parse_args(argv: list[str]) -> PlayerOptions:
         elif low.startswith("--standin-"):
             name, eq, value = arg[len("--standin-") :].partition("=")
             if name in _FLAGS:
-                if eq and value.lower() not in ("1", "true", "yes"):
-                    setattr(opts, name, False)
-                else:
-                    setattr(opts, name, True)
+                on = not eq or value.lower() in ("1", "true", "yes")
+                setattr(opts, name.replace("-", "_"), on)
             else:
                 if not eq:
                     if nxt is None:

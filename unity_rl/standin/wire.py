@@ -99,6 +99,11 @@ class ObsSpec:
     """True for a camera: the observation travels as PNG bytes (compression_type PNG)."""
     dimension_properties: tuple[int, ...] = ()
     """DimensionProperty values (1 NONE, 2 TRANSLATIONAL_EQUIVARIANCE), one per dimension."""
+    observation_type: int = 0
+    """ObservationType: 0 DEFAULT, 1 GOAL_SIGNAL (field 7; not written when 0, as protobuf)."""
+    channel_mapping: tuple[int, ...] = ()
+    """compressed_channel_mapping (field 5) of a PNG observation: output channel of each decoded
+    PNG channel, as a StackingSensor sends it for a stacked camera; empty: not sent."""
 
 
 class ObsEncoder:
@@ -107,8 +112,11 @@ class ObsEncoder:
     def __init__(self, spec: ObsSpec):
         self.spec = spec
         shape_field = packed_varints(1, spec.shape)
-        self._suffix = packed_varints(6, spec.dimension_properties) + len_field(
-            8, spec.name.encode()
+        self._suffix = (
+            packed_varints(5, spec.channel_mapping)
+            + packed_varints(6, spec.dimension_properties)
+            + (tag(7, _VARINT) + varint(spec.observation_type) if spec.observation_type else b"")
+            + len_field(8, spec.name.encode())
         )
         if spec.png:
             self._head = shape_field + tag(2, _VARINT) + varint(COMPRESSION_PNG)

@@ -11,17 +11,27 @@ VisualBall     ``VisualBall?team=0``: camera 3x84x84 (PNG) +    4       5       
                2 vector obs, 2 continuous actions
 TwoBehaviors   ``3DBall?team=0`` (continuous) and               4 + 2   5 and 1   5000/100
                ``Basic?team=0`` (discrete) in one build
-GridWorld      ``GridWorld?team=0``: camera 3x40x40 (PNG),       9       5         500
-               1 branch of 5, action masks
+GridWorld      ``GridWorld?team=0``: camera 3x64x84 (PNG) +     9       1         100
+               goal signal 2 (GOAL_SIGNAL), 1 branch of 5,
+               action masks; ``--standin-gridworld-tinted``:
+               camera 3x40x40 only, period 5, MaxStep 500
 FoodCollector  ``FoodCollector?team=0``: 8 obs, 3 continuous +   8       5         1000
                1 branch of 2 (hybrid)
 FloatGrid      ``FloatGrid?team=0``: float grid 2x6x6           4       1         100
                (uncompressed) + 2 obs, 1 branch of 5
+3DBallHard     ``3DBallHard?team=0``: stacked 27 + 18 obs       12      5         5000
+               (9 stacks), 2 continuous actions
+Visual3DBall   ``Visual3DBall?team=0``: stacked camera          8       5         5000
+               12x84x84 (PNG, 4 stacks), 2 continuous
+GridFood-      ``GridFoodCollector?team=0``: grid sensor        20      5         5000
+Collector      5x40x40 (PNG), 3 continuous + 1 branch of 2
+VisualFood-    ``VisualFoodCollector?team=0``: camera 3x84x84   8       5         5000
+Collector      (PNG) + frozen flag 1, 3 continuous + [2]
 Mock           from ``--standin-spec JSON_OR_PATH`` (unity_rl.testing, docs/testing.md)
 =============  ===============================================  ======  ========  ========
 
 A value may also be a callable ``(PlayerOptions) -> tuple[BehaviorDef, ...]`` for a scene whose
-behaviors come from its options (Mock); it raises OptionError for bad options.
+behaviors come from its options (Mock, GridWorld); it raises OptionError for bad options.
 """
 from __future__ import annotations
 
@@ -32,9 +42,13 @@ from unity_rl.standin.scenes.base import BehaviorDef
 from unity_rl.standin.scenes.basic import BasicModel
 from unity_rl.standin.scenes.float_grid import FloatGridModel
 from unity_rl.standin.scenes.food_collector import FoodCollectorModel
-from unity_rl.standin.scenes.gridworld import GridWorldModel
+from unity_rl.standin.scenes.gridworld import gridworld_scene
 from unity_rl.standin.scenes.mock import mock_scene
 from unity_rl.standin.scenes.visual_ball import VisualBallModel
+# Unity's example scenes (issue 17), part A
+from unity_rl.standin.scenes.ball3d_hard import Ball3DHardModel
+from unity_rl.standin.scenes.food_areas import GridFoodCollectorModel, VisualFoodCollectorModel
+from unity_rl.standin.scenes.visual_3dball import Visual3DBallModel
 
 SCENES: dict[str, Union[tuple[BehaviorDef, ...], Callable[..., tuple[BehaviorDef, ...]]]] = {
     "3DBall": (BehaviorDef("3DBall?team=0", Ball3DModel, 12, 5, 5000),),
@@ -44,10 +58,17 @@ SCENES: dict[str, Union[tuple[BehaviorDef, ...], Callable[..., tuple[BehaviorDef
         BehaviorDef("3DBall?team=0", Ball3DModel, 4, 5, 5000),
         BehaviorDef("Basic?team=0", BasicModel, 2, 1, 100),
     ),
-    "GridWorld": (BehaviorDef("GridWorld?team=0", GridWorldModel, 9, 5, 500),),
+    "GridWorld": gridworld_scene,  # Unity's shape; --standin-gridworld-tinted: the earlier one
     "FoodCollector": (BehaviorDef("FoodCollector?team=0", FoodCollectorModel, 8, 5, 1000),),
     "FloatGrid": (BehaviorDef("FloatGrid?team=0", FloatGridModel, 4, 1, 100),),
     "Mock": mock_scene,
+    # Unity's example scenes (issue 17), part A
+    "3DBallHard": (BehaviorDef("3DBallHard?team=0", Ball3DHardModel, 12, 5, 5000),),
+    "Visual3DBall": (BehaviorDef("Visual3DBall?team=0", Visual3DBallModel, 8, 5, 5000),),
+    "GridFoodCollector": (
+        BehaviorDef("GridFoodCollector?team=0", GridFoodCollectorModel, 20, 5, 5000),),
+    "VisualFoodCollector": (
+        BehaviorDef("VisualFoodCollector?team=0", VisualFoodCollectorModel, 8, 5, 5000),),
 }
 
 __all__ = ["SCENES", "BehaviorDef"]

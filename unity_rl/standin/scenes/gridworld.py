@@ -1,4 +1,27 @@
-"""GridWorld: Unity's GridWorld example, simplified (simulated with numpy, one agent per area).
+"""GridWorld: Unity's GridWorld example (simulated with numpy, one agent per area).
+
+Two variants share this module; the build runs the first unless ``--standin-gridworld-tinted``:
+
+**GridWorld as Unity's scene** (``GridWorldModel``, the default), from Unity's
+``GridWorld/Prefabs/Area.prefab`` and ``GridAgent.cs`` (see EXAMPLES.md):
+
+* 9 agents (areas), behavior ``GridWorld?team=0``; a decision at every academy step (GridAgent
+  calls RequestDecision every FixedUpdate; no DecisionRequester); MaxStep 100.
+* Observations, in sensor-name order: ``CameraSensor`` (3, 64, 84): a top-down RGB view of the
+  area (width 84, height 64), PNG; ``VectorSensor`` (2,): the goal one-hot (green plus, red ex)
+  with ObservationType GOAL_SIGNAL (field 7 of the ObservationProto). Which goal is the
+  target is **only** in the goal signal: the image shows both goals and the agent the same way
+  whatever the target (Unity shows the target only under the agent, out of the camera's view).
+* Actions: one branch of 5 (0 no-op, 1 up, 2 down, 3 left, 4 right), wall moves masked.
+* Rewards: -0.01 per step; stepping on a goal of the target kind +1, of the other kind -1,
+  either ends the episode (SetReward: replaces that step's -0.01).
+* Environment parameters, read at every episode start: ``gridSize`` (5; 2..8), ``numPlusGoals``
+  (1), ``numExGoals`` (1) (each 0..8, fewer when the grid has no room).
+* Image: square cells of ``64 // gridSize`` pixels (12 at 5x5) centred in the 84x64 frame on a
+  grey wall background; dark floor; a green plus, a red X, the agent a blue square.
+
+**The tinted variant** (``TintedGridWorldModel``, ``--standin-gridworld-tinted``): the stand-in
+this build was before it matched Unity, kept for the benchmarks and tests that measured it.
 
 Each agent lives in its own square area of ``gridSize`` x ``gridSize`` cells (``--standin-agents``
 / ``num_areas`` multiply areas; the build has 9 by default). ``gridSize`` is Unity's own
@@ -39,7 +62,7 @@ from unity_rl.standin.scenes.visual_ball import encode_png
 from unity_rl.standin.side_channels import EnvironmentParameters
 from unity_rl.standin.wire import ObsSpec
 
-DEFAULT_GRID = 3
+DEFAULT_GRID = 3  # the tinted variant
 """Cells per side when the ``gridSize`` environment parameter is not set (Unity's default is 5)."""
 MIN_GRID, MAX_GRID = 2, 8
 IMAGE_SIZE = 40
@@ -57,7 +80,7 @@ def cell_px(grid: int) -> int:
     return IMAGE_SIZE // grid
 
 
-class GridWorldModel:
+class TintedGridWorldModel:
     STEP_COST = 0.01
     spec = BehaviorSpecDef(
         obs=(ObsSpec("CameraSensor", (3, IMAGE_SIZE, IMAGE_SIZE), png=True,
@@ -134,7 +157,7 @@ def _fill(image: np.ndarray, row: int, col: int, colour: np.ndarray, px: int) ->
     image[top + 1: top + px - 1, left + 1: left + px - 1] = colour
 
 
-def oracle_action(model: GridWorldModel, i: int) -> int:
+def oracle_action(model: "TintedGridWorldModel", i: int) -> int:
     """The scripted oracle: from agent i's true state, a move along a shortest path to the target
     goal that never steps onto the other goal (mean return about +0.95; checks solvability)."""
     grid = int(model.grid[i])
@@ -156,3 +179,152 @@ def oracle_action(model: GridWorldModel, i: int) -> int:
     moves = [(dist.get(tuple(np.clip(here + _MOVES[a], 0, grid - 1).tolist()), 99), a)
              for a in (UP, DOWN, LEFT, RIGHT)]
     return min(moves)[1]
+
+
+# -- GridWorld as Unity's scene ------------------------------------------------------------------
+
+UNITY_GRID = 5
+"""Unity's default ``gridSize``."""
+UNITY_HEIGHT, UNITY_WIDTH = 64, 84
+"""Unity's camera: width 84, height 64 -> observation (3, 64, 84)."""
+EMPTY, PLUS, EX = 0, 1, 2
+"""Board codes; the goal signal's one-hot index of a goal kind is code - 1 (GreenPlus, RedEx)."""
+_WALL = np.array([90, 90, 90], np.uint8)
+_FLOOR = np.array([30, 30, 30], np.uint8)
+
+
+def _shapes(px: int) -> dict[int, np.ndarray]:
+    """[px, px] bool masks of a plus, an X and the agent's square, inside a 1-pixel rim."""
+    i, j = np.mgrid[0:px, 0:px]
+    inner = (i > 0) & (j > 0) & (i < px - 1) & (j < px - 1)
+    mid, half = (px - 1) / 2.0, max(1.0, px / 8.0)
+    plus = inner & ((np.abs(i - mid) <= half) | (np.abs(j - mid) <= half))
+    ex = inner & ((np.abs(i - j) <= half) | (np.abs(i + j - (px - 1)) <= half))
+    return {PLUS: plus, EX: ex, 0: inner}
+
+
+class GridWorldModel:
+    """Unity's GridWorld: camera (3, 64, 84) + GOAL_SIGNAL one-hot (2,), see the module doc."""
+
+    STEP_COST = 0.01
+    spec = BehaviorSpecDef(
+        obs=(ObsSpec("CameraSensor", (3, UNITY_HEIGHT, UNITY_WIDTH), png=True,
+                     dimension_properties=(1, 2, 2)),
+             ObsSpec("VectorSensor", (2,), dimension_properties=(1,), observation_type=1)),
+        branches=(5,),
+    )
+    set_reward = False
+    acts_between_decisions = False
+
+    def __init__(self, n: int, rng: np.random.Generator, params: EnvironmentParameters,
+                 opts=None):
+        self.rng = rng
+        self.params = params
+        self.blind = bool(getattr(opts, "blind", False))
+        self.grid = np.full(n, UNITY_GRID, np.int64)
+        self.board = np.zeros((n, MAX_GRID, MAX_GRID), np.int8)
+        """[agent, row, col]: EMPTY, PLUS or EX (the agent is not on the board)."""
+        self.agent = np.zeros((n, 2), np.int64)
+        self.target = np.zeros(n, np.int64)
+        """PLUS or EX: the goal kind that gives +1 this episode."""
+        self._shapes: dict[int, dict] = {}
+
+    def reset(self, idx: np.ndarray) -> None:
+        k = len(idx)
+        sizes = np.clip(np.rint(self.params.sample("gridSize", UNITY_GRID, k)), MIN_GRID, MAX_GRID)
+        plus = np.clip(np.rint(self.params.sample("numPlusGoals", 1, k)), 0, MAX_GRID)
+        ex = np.clip(np.rint(self.params.sample("numExGoals", 1, k)), 0, MAX_GRID)
+        self.grid[idx] = sizes.astype(np.int64)
+        for j, i in enumerate(np.asarray(idx).tolist()):
+            g = int(sizes[j])
+            n_plus = min(int(plus[j]), g * g - 1)
+            n_ex = min(int(ex[j]), g * g - 1 - n_plus)
+            cells = self.rng.choice(g * g, size=1 + n_plus + n_ex, replace=False)
+            rows, cols = np.divmod(cells, g)
+            self.board[i] = EMPTY
+            self.agent[i] = rows[0], cols[0]
+            self.board[i, rows[1:1 + n_plus], cols[1:1 + n_plus]] = PLUS
+            self.board[i, rows[1 + n_plus:], cols[1 + n_plus:]] = EX
+        self.target[idx] = self.rng.integers(PLUS, EX + 1, k)
+
+    def act(self, idx: np.ndarray, continuous: np.ndarray, discrete: np.ndarray):
+        pos = np.clip(self.agent[idx] + _MOVES[discrete[:, 0]], 0, self.grid[idx, None] - 1)
+        self.agent[idx] = pos
+        under = self.board[idx, pos[:, 0], pos[:, 1]]
+        hit_target = under == self.target[idx]
+        hit_other = (under != EMPTY) & ~hit_target
+        reward = np.where(hit_target, 1.0, np.where(hit_other, -1.0, -self.STEP_COST))
+        return reward, hit_target | hit_other
+
+    def physics_step(self) -> None:
+        pass
+
+    def render(self, idx: np.ndarray) -> np.ndarray:
+        """Camera images [k, 64, 84, 3] uint8 (all black with ``--standin-blind``)."""
+        k = len(idx)
+        img = np.empty((k, UNITY_HEIGHT, UNITY_WIDTH, 3), np.uint8)
+        img[:] = 0 if self.blind else _WALL
+        if self.blind:
+            return img
+        for j, i in enumerate(np.asarray(idx).tolist()):
+            g = int(self.grid[i])
+            px = UNITY_HEIGHT // g
+            shapes = self._shapes.get(px) or self._shapes.setdefault(px, _shapes(px))
+            top, left = (UNITY_HEIGHT - g * px) // 2, (UNITY_WIDTH - g * px) // 2
+            img[j, top:top + g * px, left:left + g * px] = _FLOOR
+            for r, c in np.argwhere(self.board[i, :g, :g] != EMPTY).tolist():
+                kind = int(self.board[i, r, c])
+                cell = img[j, top + r * px: top + (r + 1) * px, left + c * px: left + (c + 1) * px]
+                cell[shapes[kind]] = _COLOURS[kind - 1]
+            r, c = self.agent[i].tolist()
+            cell = img[j, top + r * px: top + (r + 1) * px, left + c * px: left + (c + 1) * px]
+            cell[shapes[0]] = _AGENT
+        return img
+
+    def goal_signal(self, idx: np.ndarray) -> np.ndarray:
+        """[k, 2] float32 one-hot of the target kind (GreenPlus, RedEx)."""
+        return np.eye(2, dtype=np.float32)[self.target[idx] - 1]
+
+    def observe(self, idx: np.ndarray) -> list:
+        return [[encode_png(image) for image in self.render(idx)], self.goal_signal(idx)]
+
+    def action_mask(self, idx: np.ndarray) -> np.ndarray:
+        rows, cols, last = self.agent[idx, 0], self.agent[idx, 1], self.grid[idx] - 1
+        mask = np.zeros((len(idx), 5), dtype=bool)
+        mask[:, UP], mask[:, DOWN] = rows == 0, rows == last
+        mask[:, LEFT], mask[:, RIGHT] = cols == 0, cols == last
+        return mask
+
+
+def goal_oracle_action(model: GridWorldModel, i: int) -> int:
+    """Scripted policy from agent i's true state: a shortest path to the nearest goal of the
+    target kind that never steps on a goal of the other kind (NOOP if none is reachable)."""
+    g = int(model.grid[i])
+    board = model.board[i, :g, :g]
+    targets = [tuple(c) for c in np.argwhere(board == model.target[i]).tolist()]
+    dist = {t: 0 for t in targets}
+    frontier = list(targets)
+    while frontier:
+        nxt = []
+        for r, c in frontier:
+            for dr, dc in _MOVES[1:]:
+                cell = (r + dr, c + dc)
+                if 0 <= cell[0] < g and 0 <= cell[1] < g and cell not in dist \
+                        and board[cell] == EMPTY:
+                    dist[cell] = dist[(r, c)] + 1
+                    nxt.append(cell)
+        frontier = nxt
+    here = model.agent[i]
+    moves = [(dist.get(tuple(np.clip(here + _MOVES[a], 0, g - 1).tolist()), 99), a)
+             for a in (UP, DOWN, LEFT, RIGHT)]
+    best = min(moves)
+    return best[1] if best[0] < 99 else NOOP
+
+
+def gridworld_scene(opts) -> tuple:
+    """SCENES["GridWorld"]: Unity's shape, or the tinted variant with --standin-gridworld-tinted."""
+    from unity_rl.standin.scenes.base import BehaviorDef
+
+    if getattr(opts, "gridworld_tinted", False):
+        return (BehaviorDef("GridWorld?team=0", TintedGridWorldModel, 9, 5, 500),)
+    return (BehaviorDef("GridWorld?team=0", GridWorldModel, 9, 1, 100),)
