@@ -36,6 +36,9 @@ from unity_rl.standin.scenes.gridworld import GridWorldModel
 from unity_rl.standin.scenes.mock import mock_scene
 from unity_rl.standin.scenes.visual_ball import VisualBallModel
 
+# zoo (part B): Unity's Crawler, Walker, Worm, PushBlock, WallJump, Match3 (docs/zoo_b_scenes.md)
+from unity_rl.standin.scenes.locomotion import CrawlerModel, WalkerModel, WormModel  # noqa: E402
+
 SCENES: dict[str, Union[tuple[BehaviorDef, ...], Callable[..., tuple[BehaviorDef, ...]]]] = {
     "3DBall": (BehaviorDef("3DBall?team=0", Ball3DModel, 12, 5, 5000),),
     "Basic": (BehaviorDef("Basic?team=0", BasicModel, 1, 1, 100),),
@@ -49,5 +52,13 @@ SCENES: dict[str, Union[tuple[BehaviorDef, ...], Callable[..., tuple[BehaviorDef
     "FloatGrid": (BehaviorDef("FloatGrid?team=0", FloatGridModel, 4, 1, 100),),
     "Mock": mock_scene,
 }
+
+# zoo (part B): shaped like Unity's example scenes (behavior names, sensors, actions, decision
+# periods and MaxStep as unity_builds/README.md and docs/zoo_b_scenes.md list them).
+SCENES.update({
+    "Crawler": (BehaviorDef("Crawler?team=0", CrawlerModel, 10, 5, 5000),),
+    "Walker": (BehaviorDef("Walker?team=0", WalkerModel, 10, 5, 5000),),
+    "Worm": (BehaviorDef("Worm?team=0", WormModel, 10, 5, 5000),),
+})
 
 __all__ = ["SCENES", "BehaviorDef"]
