@@ -37,6 +37,7 @@ from unity_rl.standin.scenes.mock import mock_scene
 from unity_rl.standin.scenes.visual_ball import VisualBallModel
 
 # zoo (part B): Unity's Crawler, Walker, Worm, PushBlock, WallJump, Match3 (docs/zoo_b_scenes.md)
+from unity_rl.standin.scenes.blocks import PushBlockModel, WallJumpModel  # noqa: E402
 from unity_rl.standin.scenes.locomotion import CrawlerModel, WalkerModel, WormModel  # noqa: E402
 
 SCENES: dict[str, Union[tuple[BehaviorDef, ...], Callable[..., tuple[BehaviorDef, ...]]]] = {
@@ -59,6 +60,11 @@ SCENES.update({
     "Crawler": (BehaviorDef("Crawler?team=0", CrawlerModel, 10, 5, 5000),),
     "Walker": (BehaviorDef("Walker?team=0", WalkerModel, 10, 5, 5000),),
     "Worm": (BehaviorDef("Worm?team=0", WormModel, 10, 5, 5000),),
+    "PushBlock": (BehaviorDef("PushBlock?team=0", PushBlockModel, 32, 5, 5000),),
+    "WallJump": (  # one set of 24 agents, switching behavior by wall height (Unity's SetModel)
+        BehaviorDef("SmallWallJump?team=0", WallJumpModel, 24, 5, 2000, pool="WallJump"),
+        BehaviorDef("BigWallJump?team=0", WallJumpModel, 24, 5, 2000, pool="WallJump"),
+    ),
 })
 
 __all__ = ["SCENES", "BehaviorDef"]
