@@ -39,6 +39,12 @@ from unity_rl.standin.scenes.visual_ball import VisualBallModel
 # zoo (part B): Unity's Crawler, Walker, Worm, PushBlock, WallJump, Match3 (docs/zoo_b_scenes.md)
 from unity_rl.standin.scenes.blocks import PushBlockModel, WallJumpModel  # noqa: E402
 from unity_rl.standin.scenes.locomotion import CrawlerModel, WalkerModel, WormModel  # noqa: E402
+from unity_rl.standin.scenes.match3 import (  # noqa: E402
+    Match3Model,
+    Match3SimpleModel,
+    Match3SmartModel,
+    Match3VisualModel,
+)
 
 SCENES: dict[str, Union[tuple[BehaviorDef, ...], Callable[..., tuple[BehaviorDef, ...]]]] = {
     "3DBall": (BehaviorDef("3DBall?team=0", Ball3DModel, 12, 5, 5000),),
@@ -64,6 +70,12 @@ SCENES.update({
     "WallJump": (  # one set of 24 agents, switching behavior by wall height (Unity's SetModel)
         BehaviorDef("SmallWallJump?team=0", WallJumpModel, 24, 5, 2000, pool="WallJump"),
         BehaviorDef("BigWallJump?team=0", WallJumpModel, 24, 5, 2000, pool="WallJump"),
+    ),
+    "Match3": (  # 12 boards; MaxStep 500 = Unity's EpisodeInterrupted after 500 moves
+        BehaviorDef("Match3VectorObs?team=0", Match3Model, 4, 1, 500),
+        BehaviorDef("Match3VisualObs?team=0", Match3VisualModel, 4, 1, 500),
+        BehaviorDef("Match3SmartHeuristic?team=0", Match3SmartModel, 2, 1, 500),
+        BehaviorDef("Match3SimpleHeuristic?team=0", Match3SimpleModel, 2, 1, 500),
     ),
 })
 
