@@ -95,7 +95,7 @@ class LocomotionModel:
     MAX_SPEED = 6.0
     TURN = 2.0
     BALANCE = True
-    K, D, B = 6.0, 1.0, 12.0
+    K, D, B = 3.0, 1.0, 8.0
     TILT_LIMIT = 0.7
     SPEED_RANGE = (0.1, 10.0)
     WORM_FACING = False
@@ -311,7 +311,7 @@ class WalkerModel(LocomotionModel):
     PARTS = _WALKER
     ROOT_HEIGHT, CONTACT_HEIGHT = 0.95, 0.1
     MAX_SPEED, TURN = 6.0, 2.0
-    K, D, B = 6.0, 1.0, 12.0
+    K, D, B = 3.0, 1.0, 8.0
     SPEED_RANGE = (0.1, 10.0)
     spec = BehaviorSpecDef(
         obs=(ObsSpec("VectorSensor_size243", (243,), dimension_properties=(1,)),),
