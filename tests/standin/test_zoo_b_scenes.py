@@ -223,3 +223,59 @@ def test_match3_moves_clear_lines_and_the_greedy_heuristic_beats_random():
         s += smart.act(idx, None, np.array([[0]]))[0][0]  # the action sent is ignored
         r += rand.act(idx, None, np.array([[rng.choice(np.flatnonzero(rand.valid[0]))]]))[0][0]
     assert s > r
+
+
+# -- academy features the zoo needs: behavior pools (SetModel) and per-agent SetReward --------
+
+def _drive(academy, steps, rng):
+    """Random actions in-process; yields, per message, its terminal batches then its decision
+    batches as (group name, batch) (an agent that switched behavior is in both)."""
+    from unity_rl.standin.wire import ActionBatch
+
+    for _ in range(steps):
+        message = academy.begin_step()
+        if message is not None:
+            actions = {}
+            batches = [(g.name, b) for g in academy.groups
+                       for b in message.batches.get(g.name, [])]
+            yield from sorted(batches, key=lambda item: not item[1].done)
+            for g in academy.groups:
+                d = len(g.deciding)
+                disc = np.stack([rng.integers(0, b, d) for b in g.spec.branches], 1) \
+                    if g.spec.branches else np.zeros((d, 0))
+                actions[g.name] = ActionBatch(
+                    rng.uniform(-1, 1, (d, g.spec.continuous)).astype(np.float32),
+                    disc.astype(np.int32))
+            academy.apply_actions(actions)
+        academy.end_step()
+
+
+def test_pool_terminal_goes_to_the_old_behavior_and_the_episode_to_the_new():
+    from unity_rl.standin.academy import Academy
+    from unity_rl.standin.options import PlayerOptions
+
+    academy = Academy(SCENES["WallJump"], PlayerOptions(agents=(6,), max_step=10), seed=2)
+    home: dict[int, str] = {}
+    moved = 0
+    for name, batch in _drive(academy, 200, np.random.default_rng(0)):
+        for agent in batch.ids.tolist():
+            if batch.done:
+                assert home[agent] == name, "the terminal goes where the episode was played"
+            else:
+                moved += agent in home and home[agent] != name
+                home[agent] = name
+    assert sorted(home) == list(range(6)) and moved >= 3
+    model = academy.groups[0].model
+    assert academy.groups[1].model is model
+    big = academy.groups[1].active
+    assert (big == model.big).all() and not (big & academy.groups[0].active).any()
+
+
+def test_a_fall_replaces_the_pending_reward_with_minus_one():
+    from unity_rl.standin.academy import Academy
+    from unity_rl.standin.options import PlayerOptions
+
+    academy = Academy(SCENES["Walker"], PlayerOptions(agents=(4,)), seed=0)
+    falls = [batch.rewards for name, batch in _drive(academy, 400, np.random.default_rng(0))
+             if batch.done]
+    assert falls and all((r == -1.0).all() for r in falls)
