@@ -97,6 +97,15 @@ def plan_groups(
                 appear[j] = step
         max_step = bdef.max_step if opts.max_step is None else opts.max_step
         plans.append(GroupPlan(bdef, n, periods, tuple(appear), max_step))
+    pools: dict[str, int] = {}
+    for plan in plans:  # behaviors whose agents switch between them share one set of agents
+        pool = plan.behavior.pool
+        if pool and pools.setdefault(pool, plan.agents) != plan.agents:
+            raise OptionError(f"the behaviors of pool {pool!r} share their agents: give them "
+                              f"the same --standin-agents count")
+        if pool and opts.late_agents is not None:
+            raise OptionError("--standin-late-agents: not supported in a scene whose agents "
+                              "switch behavior")
     return plans
 
 
@@ -156,6 +165,16 @@ class Group:
         """DecisionRequester.TakeActionsBetweenDecisions: False -> ``act`` only at decisions."""
         self.encoders = [ObsEncoder(s) for s in self.spec.obs]
         self._brain_bytes: bytes | None = None
+        self.pool: list[Group] | None = None
+        """The groups of this behavior's pool (shared agents and model), in pool order."""
+
+    def join_pool(self, pool: list["Group"]) -> None:
+        """Shares agents with ``pool`` (whose first group holds them all before any reset)."""
+        self.pool = pool
+        if pool[0] is not self:
+            self.active[:] = False
+            self.active_idx = _EMPTY
+            self.subscribed = self.waiting = False
 
     @property
     def brain_bytes(self) -> bytes:
@@ -174,6 +193,29 @@ class Group:
             self.first_start = int(self.episode_start[self.active_idx].min())
         self.continuous[idx] = 0.0
         self.discrete[idx] = 0
+        if self.pool is not None:
+            self._switch(idx)
+
+    def _switch(self, idx: np.ndarray) -> None:
+        """Unity's Agent.SetModel at episode start: agents of ``idx`` move, with their lifecycle
+        state, to the behavior of the pool that ``model.behavior_of`` names."""
+        target = np.asarray(self.model.behavior_of(idx))
+        for pos, other in enumerate(self.pool):
+            moving = idx[target == pos]
+            if other is self or not len(moving):
+                continue
+            for name in ("episode_start", "reward", "info_done", "continuous", "discrete"):
+                getattr(other, name)[moving] = getattr(self, name)[moving]
+            self.active[moving] = False
+            other.active[moving] = True
+            other.subscribed = True
+            other._refresh()
+        self._refresh()
+
+    def _refresh(self) -> None:
+        self.active_idx = np.flatnonzero(self.active)
+        if len(self.active_idx):
+            self.first_start = int(self.episode_start[self.active_idx].min())
 
     def step_count(self, now: int) -> np.ndarray:
         """Unity's Agent.StepCount of every agent (meaningful for present agents)."""
@@ -213,16 +255,30 @@ class Academy:
             for gi, plan in enumerate(plans)
             for j, appear in enumerate(plan.appear_at)
         )
+        owner = list(range(len(plans)))  # a pool's behaviors share its first one's agents
+        first_of: dict[str, int] = {}
+        for gi, plan in enumerate(plans):
+            if plan.behavior.pool:
+                owner[gi] = first_of.setdefault(plan.behavior.pool, gi)
+        order = [o for o in order if owner[o[1]] == o[1]]
         ids = [np.zeros(plan.agents, dtype=np.int64) for plan in plans]
         for next_id, (_, gi, j) in enumerate(order):
             ids[gi][j] = next_id
         seeds = np.random.SeedSequence(seed & 0xFFFFFFFF).spawn(len(plans))
         self.groups: list[Group] = []
-        for plan, gids, ss in zip(plans, ids, seeds):
+        for gi, (plan, ss) in enumerate(zip(plans, seeds)):
+            if owner[gi] != gi:
+                self.groups.append(Group(plan, self.groups[owner[gi]].model, ids[owner[gi]]))
+                continue
             model = plan.behavior.factory(
                 plan.agents, np.random.default_rng(ss), self.parameters, opts
             )
-            self.groups.append(Group(plan, model, gids))
+            self.groups.append(Group(plan, model, ids[gi]))
+        for gi in sorted(set(owner)):
+            pool = [g for g, o in zip(self.groups, owner) if o == gi]
+            if len(pool) > 1 or plans[gi].behavior.pool:
+                for g in pool:
+                    g.join_pool(pool)
         self.by_name = {g.name: g for g in self.groups}
         self.step_count = 0
         """Academy.StepCount: EnvironmentSteps since the last reset."""
@@ -239,8 +295,8 @@ class Academy:
         self.step_count = 0
         self.had_first_reset = True
         self.resets += 1
-        for g in self.groups:
-            idx = g.active_idx
+        present = [g.active_idx for g in self.groups]  # before pools move agents around
+        for g, idx in zip(self.groups, present):
             g.restart(idx, self.total_steps)
             g.reward[:] = 0.0
             g.info_done[:] = False
@@ -336,30 +392,36 @@ class Academy:
     def end_step(self) -> None:
         """AgentAct (actions, EndEpisode, MaxStep) and the physics update of one EnvironmentStep."""
         now = self.total_steps
-        for g in self.groups:
-            idx = g.active_idx
+        present = [g.active_idx for g in self.groups]  # agents act once, even if they switch
+        stepped = set()
+        for g, idx in zip(self.groups, present):
             if len(idx):
                 acting = idx if g.between else idx[np.isin(idx, g.decided_now)]
                 if len(acting) == g.n:  # everyone acts: whole arrays, no gathers
-                    reward, ended = g.model.act(acting, g.continuous, g.discrete)
+                    out = g.model.act(acting, g.continuous, g.discrete)
+                else:
+                    out = g.model.act(acting, g.continuous[acting], g.discrete[acting])
+                reward, ended = out[0], out[1]
+                if len(out) > 2:  # per agent: SetReward (replace) or AddReward
+                    g.reward[acting] = np.where(out[2], reward, g.reward[acting] + reward)
+                elif len(acting) == g.n:
                     if g.model.set_reward:
                         g.reward[:] = reward
                     else:
                         g.reward += reward
+                elif g.model.set_reward:
+                    g.reward[acting] = reward
                 else:
-                    reward, ended = g.model.act(acting, g.continuous[acting],
-                                                g.discrete[acting])
-                    if g.model.set_reward:
-                        g.reward[acting] = reward
-                    else:
-                        g.reward[acting] += reward
+                    g.reward[acting] += reward
                 if ended.any():
                     self._end_episodes(g, acting[ended], max_step_reached=False)
                 if 0 < g.max_step <= now - g.first_start:
                     cut = idx[now - g.episode_start[idx] >= g.max_step]
                     if len(cut):
                         self._end_episodes(g, cut, max_step_reached=True)
-            g.model.physics_step()
+            if id(g.model) not in stepped:  # a pool's groups share one model
+                stepped.add(id(g.model))
+                g.model.physics_step()
 
     def _end_episodes(self, g: Group, idx: np.ndarray, max_step_reached: bool) -> None:
         notify = idx[~g.info_done[idx]]

@@ -50,6 +50,16 @@ from unity_rl.standin.scenes.ball3d_hard import Ball3DHardModel
 from unity_rl.standin.scenes.food_areas import GridFoodCollectorModel, VisualFoodCollectorModel
 from unity_rl.standin.scenes.visual_3dball import Visual3DBallModel
 
+# zoo (part B): Unity's Crawler, Walker, Worm, PushBlock, WallJump, Match3 (docs/zoo_b_scenes.md)
+from unity_rl.standin.scenes.blocks import PushBlockModel, WallJumpModel  # noqa: E402
+from unity_rl.standin.scenes.locomotion import CrawlerModel, WalkerModel, WormModel  # noqa: E402
+from unity_rl.standin.scenes.match3 import (  # noqa: E402
+    Match3Model,
+    Match3SimpleModel,
+    Match3SmartModel,
+    Match3VisualModel,
+)
+
 SCENES: dict[str, Union[tuple[BehaviorDef, ...], Callable[..., tuple[BehaviorDef, ...]]]] = {
     "3DBall": (BehaviorDef("3DBall?team=0", Ball3DModel, 12, 5, 5000),),
     "Basic": (BehaviorDef("Basic?team=0", BasicModel, 1, 1, 100),),
@@ -70,5 +80,24 @@ SCENES: dict[str, Union[tuple[BehaviorDef, ...], Callable[..., tuple[BehaviorDef
     "VisualFoodCollector": (
         BehaviorDef("VisualFoodCollector?team=0", VisualFoodCollectorModel, 8, 5, 5000),),
 }
+
+# zoo (part B): shaped like Unity's example scenes (behavior names, sensors, actions, decision
+# periods and MaxStep as unity_builds/README.md and docs/zoo_b_scenes.md list them).
+SCENES.update({
+    "Crawler": (BehaviorDef("Crawler?team=0", CrawlerModel, 10, 5, 5000),),
+    "Walker": (BehaviorDef("Walker?team=0", WalkerModel, 10, 5, 5000),),
+    "Worm": (BehaviorDef("Worm?team=0", WormModel, 10, 5, 5000),),
+    "PushBlock": (BehaviorDef("PushBlock?team=0", PushBlockModel, 32, 5, 5000),),
+    "WallJump": (  # one set of 24 agents, switching behavior by wall height (Unity's SetModel)
+        BehaviorDef("SmallWallJump?team=0", WallJumpModel, 24, 5, 2000, pool="WallJump"),
+        BehaviorDef("BigWallJump?team=0", WallJumpModel, 24, 5, 2000, pool="WallJump"),
+    ),
+    "Match3": (  # 12 boards; MaxStep 500 = Unity's EpisodeInterrupted after 500 moves
+        BehaviorDef("Match3VectorObs?team=0", Match3Model, 4, 1, 500),
+        BehaviorDef("Match3VisualObs?team=0", Match3VisualModel, 4, 1, 500),
+        BehaviorDef("Match3SmartHeuristic?team=0", Match3SmartModel, 2, 1, 500),
+        BehaviorDef("Match3SimpleHeuristic?team=0", Match3SimpleModel, 2, 1, 500),
+    ),
+})
 
 __all__ = ["SCENES", "BehaviorDef"]

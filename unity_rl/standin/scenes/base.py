@@ -15,6 +15,12 @@ model method                Unity equivalent
 ``observe(idx)``            ``CollectObservations`` / sensors, one array per ObsSpec
 ``action_mask(idx)``        ``WriteDiscreteActionMask`` (True = action unavailable)
 ==========================  =================================================================
+
+``act`` may return a third array, True where that agent's reward *replaces* its pending reward
+(Unity's SetReward in one call, AddReward elsewhere: a fall's SetReward(-1)); without it,
+``set_reward`` decides for all. A model shared by the behaviors of a ``pool`` (agents that
+switch behavior, Unity's Agent.SetModel) also has ``behavior_of(idx)``: called right after
+``reset(idx)``, the index within the pool of the behavior each agent belongs to this episode.
 """
 from __future__ import annotations
 
@@ -71,3 +77,8 @@ class BehaviorDef:
     agents: int
     decision_period: int
     max_step: int
+    pool: str = ""
+    """Behaviors with the same non-empty pool share one model, one set of agents and their ids;
+    each agent belongs to one of them at a time, chosen by ``model.behavior_of`` at every episode
+    start (Unity's SetModel: WallJump's SmallWallJump / BigWallJump). The first behavior of the
+    pool holds every agent before the first reset."""
