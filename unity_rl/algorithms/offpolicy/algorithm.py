@@ -23,7 +23,7 @@ class OffPolicyAlgorithm(Algorithm):
     """One config section of an off-policy trainer type: replay placement, plan, hosts."""
 
     name: str = "off-policy"
-    """The trainer type ('ddpg', ...): names it in errors and keys its learner's checkpoint state."""
+    """The trainer type ('ddpg', ...): named in errors; keys its learner's checkpoint state."""
 
     def __init__(self, run_cfg: Any, section: str, behavior_cfg: Any):
         super().__init__(run_cfg, section, behavior_cfg)

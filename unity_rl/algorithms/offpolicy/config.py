@@ -50,7 +50,8 @@ class ReplayConfig:
     def __post_init__(self) -> None:
         check = self.check
         check(0.0 <= self.gamma <= 1.0, "gamma", "in [0, 1]")
-        check(isinstance(self.batch_size, int) and self.batch_size >= 1, "batch_size", "an int >= 1")
+        check(isinstance(self.batch_size, int) and self.batch_size >= 1,
+              "batch_size", "an int >= 1")
         check(isinstance(self.buffer_size, int) and self.buffer_size >= self.batch_size,
               "buffer_size", "an int >= batch_size")
         check(isinstance(self.warmup_steps, int) and self.warmup_steps >= 0,
