@@ -19,13 +19,13 @@ class StepExtras(NamedTuple):
 
     A new kind of per-step data is a new field here (default None), never a reuse of a core
     field: every transport copies each field (``owned_copy``), and a consumer that does not know
-    a field ignores it.
+    a field ignores it. Next in line: recurrent memories (per agent, kept by the acting policy
+    by agent key) and group data (POCA).
     """
 
     priorities: np.ndarray | None = None
     """[T] float32: initial replay priorities (|TD error| under the critic the actor was shipped;
     off-policy trainers with ``prioritized: true``, computed actor-side as in Ape-X)."""
-
 
 
 class Trajectory(NamedTuple):
