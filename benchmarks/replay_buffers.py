@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from unity_rl.algorithms import replay as ours  # noqa: E402
+from unity_rl.replay import buffers as ours  # noqa: E402
 from unity_rl.algorithms.types import TransitionBatch  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results"

@@ -18,8 +18,8 @@ from unity_rl.replay.buffers import SharedReplayBuffer
 from unity_rl.runtime.actor import ActorSpec, StreamSettings
 from unity_rl.runtime.algorithm import BehaviorPlan
 from unity_rl.runtime.local import LocalProcessBackend
-from unity_rl.algorithms.ddpg.host import DDPGHost
 from unity_rl.algorithms.ddpg.acting import ddpg_policy
+from unity_rl.algorithms.offpolicy.host import OffPolicyHost
 from unity_rl.runtime.runners import AsyncRunner
 
 NET = NetworkConfig(normalize=False, hidden_units=16, num_layers=1)
@@ -44,7 +44,8 @@ def test_apex_survives_20_actor_kills_at_random_times():
         replay = SharedReplayBuffer(CFG.buffer_size, info.obs_dim, 2, 0, lock_timeout=10.0)
         learner = DDPGLearner(info.obs_shapes, info.action_spec, CFG, NET.hidden_units,
                               NET.num_layers, NET.normalize, seed=0)
-        host = DDPGHost(learner, replay, num_actors=2, replay_handle=replay.handle())
+        host = OffPolicyHost(learner, replay, name="ddpg", num_actors=2,
+                             replay_handle=replay.handle())
         runner = AsyncRunner(backend, {BEHAVIOR: host})
         runner.start()
         killer = RandomKiller(backend, rng, kills=KILLS, pause=(0.05, 0.6)).start()

@@ -18,7 +18,7 @@ from tests.runtime.test_collector import act, result
 from unity_rl.algorithms.ddpg.learner import DDPGConfig, DDPGLearner
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.replay.buffers import ReplayBuffer, SharedReplayBuffer
-from unity_rl.algorithms.types import Trajectory, TransitionBatch
+from unity_rl.algorithms.types import StepExtras, Trajectory, TransitionBatch
 from unity_rl.config import ConfigError, FrozenMap, apply_overrides, load_config
 from unity_rl.metrics import read_progress
 from unity_rl.runtime.actor import Actor, ActorSpec, StreamSettings
@@ -26,13 +26,10 @@ from unity_rl.runtime.collector import TrajectoryCollector
 from unity_rl.runtime.algorithm import BehaviorPlan
 from unity_rl.runtime.messages import BehaviorWeights, PolicyWeights, Rollout
 from unity_rl.runtime.runners import AsyncRunner, SyncRunner
-from unity_rl.algorithms.ddpg.host import DDPGHost, restore_replay
-from unity_rl.algorithms.ddpg.acting import (
-    DDPGActorPolicy,
-    carried_priorities,
-    trajectories_to_transitions,
-)
-from unity_rl.algorithms.ddpg.acting import ddpg_policy
+from unity_rl.algorithms.ddpg.acting import DDPGActorPolicy, ddpg_policy
+from unity_rl.algorithms.offpolicy.acting import carried_priorities, trajectories_to_transitions
+from unity_rl.algorithms.offpolicy.host import OffPolicyHost
+from unity_rl.replay import restore_replay
 from unity_rl.runtime.trainer import train
 
 CONFIG = REPO_ROOT / "configs" / "ddpg" / "3dball.yaml"
@@ -100,8 +97,9 @@ def test_time_horizon_and_segment_cuts_bootstrap_from_the_next_decision():
 def test_carried_priorities_need_every_row():
     a, b = traj([1, 2], 3, False), traj([4], 5, True)
     assert carried_priorities([a, b]) is None
-    a = a._replace(values=np.array([0.5, 0.25], np.float32))
-    b = b._replace(values=np.array([2.0], np.float32))
+    a = a._replace(extras=StepExtras(priorities=np.array([0.5, 0.25], np.float32)))
+    assert carried_priorities([a, b]) is None
+    b = b._replace(extras=StepExtras(priorities=np.array([2.0], np.float32)))
     np.testing.assert_allclose(carried_priorities([a, b]), [0.5, 0.25, 2.0])
 
 
@@ -109,12 +107,12 @@ def test_carried_priorities_need_every_row():
 # The actor's policy, in an Actor over a fake stream
 # ----------------------------------------------------------------------------------------------
 
-def host_for(cfg: DDPGConfig, replay=None, handle=None, obs_dim: int = 3) -> DDPGHost:
+def host_for(cfg: DDPGConfig, replay=None, handle=None, obs_dim: int = 3) -> OffPolicyHost:
     learner = DDPGLearner(obs_dim, SPEC, cfg, NET.hidden_units, NET.num_layers, NET.normalize,
                           seed=0)
     replay = replay if replay is not None else ReplayBuffer(cfg.buffer_size, obs_dim, 2, 0,
                                                             prioritized=cfg.prioritized)
-    return DDPGHost(learner, replay, num_actors=1, replay_handle=handle)
+    return OffPolicyHost(learner, replay, name="ddpg", num_actors=1, replay_handle=handle)
 
 
 def fake_actor(cfg: DDPGConfig) -> Actor:
@@ -125,7 +123,7 @@ def fake_actor(cfg: DDPGConfig) -> Actor:
     return Actor(spec)
 
 
-def publish(actor: Actor, host: DDPGHost) -> None:
+def publish(actor: Actor, host: OffPolicyHost) -> None:
     host.version += 1
     actor.set_weights(PolicyWeights(host.version, {BEHAVIOR: BehaviorWeights(host.version,
                                                                              host.weights())}))
@@ -149,6 +147,7 @@ def test_actor_policy_warms_up_then_follows_mu_and_sends_its_segments():
     actions = np.concatenate([t.actions for t in segment.trajectories])
     assert np.abs(actions).max() <= 1 and actions.std() > 0.3   # warm-up: uniform in [-1, 1]
     assert np.isnan(np.concatenate([t.values for t in segment.trajectories])).all()
+    assert all(t.extras.priorities is None for t in segment.trajectories)
     host.accept(segment)
     assert len(host.replay) == host.agent_steps == segment.agent_steps
     # after warm-up, noise 0: actions are mu(obs), deterministic
@@ -168,6 +167,7 @@ def test_prioritized_actor_computes_initial_priorities():
     segment = collect(actor)
     priorities = carried_priorities(segment.trajectories)
     assert priorities is not None and (priorities >= 0).all()
+    assert np.isnan(np.concatenate([t.values for t in segment.trajectories])).all()
     policy = actor.lanes[BEHAVIOR].policy.policy
     expected = policy.td_errors(trajectories_to_transitions(segment.trajectories))
     np.testing.assert_allclose(priorities, expected, rtol=1e-5)
@@ -409,7 +409,8 @@ def test_checkpoint_skips_a_shared_buffer_a_live_process_keeps_locked():
 
     cfg = DDPGConfig(warmup_steps=0, buffer_size=50, batch_size=4, save_replay_buffer=True)
     replay = SharedReplayBuffer(50, 3, 2, 0, lock_timeout=1.0)
-    host = DDPGHost(host_for(cfg).learner, replay, num_actors=1, replay_handle=replay.handle())
+    host = OffPolicyHost(host_for(cfg).learner, replay, name="ddpg", num_actors=1,
+                         replay_handle=replay.handle())
     ctx = mp.get_context("spawn")
     ready = ctx.Event()
     child = ctx.Process(target=_hold_lock_forever, args=(replay, ready, 0))
@@ -435,7 +436,7 @@ def test_replay_buffer_is_saved_only_when_asked():
 
 
 def test_replay_footprint_matches_the_documented_cost():
-    from unity_rl.algorithms.ddpg.host import replay_footprint
+    from unity_rl.replay import replay_footprint
 
     assert replay_footprint(200_000, 8, 2) == (80, 16_000_000)   # configs/ddpg/3dball.yaml
     buffer = ReplayBuffer(10, 8, 2)

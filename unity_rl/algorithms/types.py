@@ -8,9 +8,24 @@ and split rows back (``unity_rl.algorithms.encoders``).
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
+
+
+class StepExtras(NamedTuple):
+    """Per-step data beside the core fields that only some algorithms produce; each field is
+    None when absent, else one row per step of its trajectory (``[T, ...]``).
+
+    A new kind of per-step data is a new field here (default None), never a reuse of a core
+    field: every transport copies each field (``owned_copy``), and a consumer that does not know
+    a field ignores it. Next in line: recurrent memories (per agent, kept by the acting policy
+    by agent key) and group data (POCA).
+    """
+
+    priorities: np.ndarray | None = None
+    """[T] float32: initial replay priorities (|TD error| under the critic the actor was shipped;
+    off-policy trainers with ``prioritized: true``, computed actor-side as in Ape-X)."""
 
 
 class Trajectory(NamedTuple):
@@ -32,7 +47,8 @@ class Trajectory(NamedTuple):
     as one column."""
     values: np.ndarray
     """[T] float32: value estimates of the behaviour policy (PPOLearner recomputes values with its
-    current critic for GAE and uses those as the value-clipping anchor)."""
+    current critic for GAE and uses those as the value-clipping anchor); NaN from an acting
+    policy without a value head (off-policy)."""
     rewards: np.ndarray
     """[T] float32: reward received after action t (up to the next decision or the end)."""
     last_obs: np.ndarray
@@ -42,6 +58,8 @@ class Trajectory(NamedTuple):
     False on truncation (Unity's interrupted) or a time-horizon cut: bootstrap from V(last_obs)."""
     action_masks: np.ndarray | None = None
     """[T, sum(branches)] bool, True where allowed; None when all allowed or no branches."""
+    extras: StepExtras = StepExtras()
+    """Optional per-step data (replay priorities, ...): see ``StepExtras``."""
 
 
 class Segment(NamedTuple):
@@ -74,3 +92,18 @@ class TransitionBatch(NamedTuple):
     """[n, obs_dim] float32: the next decision's observation, or the final one at an end."""
     terminated: np.ndarray
     """[n] float32 1.0 where the episode really ended (no bootstrap); 0.0 on truncation."""
+
+
+def owned_copy(value: Any) -> Any:
+    """``value`` with every numpy array in it writable: read-only arrays (Ray's zero-copy views)
+    are copied, writable ones kept. Walks NamedTuples field by field (rebuilt with every field,
+    so a new field travels without code here), lists, tuples and dicts; anything else is kept."""
+    if isinstance(value, np.ndarray):
+        return value if value.flags.writeable else np.array(value)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)(*(owned_copy(v) for v in value))
+    if isinstance(value, (list, tuple)):
+        return type(value)(owned_copy(v) for v in value)
+    if isinstance(value, dict):
+        return {k: owned_copy(v) for k, v in value.items()}
+    return value

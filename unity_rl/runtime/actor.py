@@ -26,6 +26,8 @@ Contract:
 
 The actor never builds a learner (no optimiser state): it rebuilds each policy from a picklable
 ``policy_factory(obs_shapes, action_spec, seed)`` and loads CPU weights shipped as plain dicts.
+It reaches a policy only through ``unity_rl.runtime.acting.ActingPolicy`` (always passing the
+decision rows' agent keys to ``act``).
 """
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ from typing import Any, Callable, Optional, Protocol
 import numpy as np
 
 from unity_rl.algorithms.types import Segment
+from unity_rl.runtime.acting import ActingPolicy
 from unity_rl.envs.behavior import ALL_BEHAVIORS
 from unity_rl.envs.settings import DEFAULTS as LAUNCH_DEFAULTS
 from unity_rl.runtime.algorithm import BehaviorPlan
@@ -58,24 +61,7 @@ from unity_rl.runtime.messages import (
 
 logger = logging.getLogger(__name__)
 
-class Policy(Protocol):
-    """What an actor needs of a policy copy (``unity_rl.algorithms.ppo.learner.PPOPolicy`` fits).
-
-    Optional hooks, used when present: ``env_actions(actions) -> actions`` maps the sampled
-    actions (what the trajectory stores) to what the builds receive (PPO: ML-Agents' clamp);
-    (DDPG's ``unity_rl.algorithms.ddpg.acting``) with ``wants_agent_keys = True``, ``act`` also
-    gets ``agent_keys=`` (the decision rows' agents) and ``episodes_ended(keys)`` is called for
-    the agents of each step's terminal rows; ``finish_segment(segment) -> segment`` sees each
-    segment before it is sent.
-    """
-
-    def act(self, obs: np.ndarray, action_mask: np.ndarray | None = None,
-            deterministic: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
-
-    def load_weights(self, weights: dict) -> None: ...
-
-
-PolicyFactory = Callable[[Any, Any, int], Policy]
+PolicyFactory = Callable[[Any, Any, int], ActingPolicy]
 """(obs_shapes, action_spec, seed) -> a policy copy; must pickle (a module-level function or a
 ``functools.partial`` of one) because it travels to the actor's process."""
 
@@ -176,9 +162,10 @@ class _Lane:
         self.obs_shapes = tuple(tuple(int(d) for d in o.shape)
                                 for o in behavior_spec.observation_specs)
         self.action_spec = behavior_spec.action_spec
-        self.policy: Policy = plan.policy_factory(self.obs_shapes, self.action_spec, seed)
-        self.keyed = getattr(self.policy, "wants_agent_keys", False)
-        self.to_env = getattr(self.policy, "env_actions", None)
+        self.policy = plan.policy_factory(self.obs_shapes, self.action_spec, seed)
+        if not isinstance(self.policy, ActingPolicy):
+            raise TypeError(f"behavior {name}: the policy factory made a "
+                            f"{type(self.policy).__name__}, not an ActingPolicy")
         self.collector = TrajectoryCollector(plan.time_horizon)
         self.version = -1
         self.result = None
@@ -186,7 +173,7 @@ class _Lane:
 
     def observe(self, result) -> None:
         self.obs = self.collector.observe(result)
-        if self.keyed and result.terminals.keys:
+        if result.terminals.keys:
             self.policy.episodes_ended(result.terminals.keys)
         self.result = result
 
@@ -195,14 +182,11 @@ class _Lane:
         decisions = self.result.decisions
         if not decisions.keys:
             return None
-        if self.keyed:
-            actions, logprobs, values = self.policy.act(self.obs, decisions.action_mask,
-                                                        agent_keys=decisions.keys)
-        else:
-            actions, logprobs, values = self.policy.act(self.obs, decisions.action_mask)
+        actions, logprobs, values = self.policy.act(self.obs, decisions.action_mask,
+                                                    agent_keys=decisions.keys)
         self.collector.record(decisions.keys, self.obs, actions, logprobs, values,
                               decisions.action_mask)
-        return self.to_env(actions) if self.to_env is not None else actions
+        return self.policy.env_actions(actions)
 
     @property
     def collected(self) -> int:
@@ -219,17 +203,14 @@ class _Lane:
                           actor_id=actor_id,
                           agent_steps=sum(len(t.rewards) for t in trajectories),
                           episode_returns=returns, episode_lengths=lengths)
-        finish = getattr(self.policy, "finish_segment", None)
-        return finish(segment) if finish is not None else segment
+        return self.policy.finish_segment(segment)
 
     def info(self) -> BehaviorInfo:
         return BehaviorInfo(self.name, self.obs_shapes, self.action_spec,
                             len(self.result.decisions.keys))
 
     def close(self) -> None:
-        close = getattr(self.policy, "close", None)
-        if close is not None:
-            close()
+        self.policy.close()
 
 
 class Actor:

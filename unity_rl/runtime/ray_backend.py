@@ -48,11 +48,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-import numpy as np
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from unity_rl.algorithms.types import Trajectory
+from unity_rl.algorithms.types import owned_copy
 from unity_rl.runtime import messages
 from unity_rl.runtime.actor import ActorSpec, actor_loop
 from unity_rl.runtime.backend import TAG_ENV, kill_tagged_processes, limit_torch_threads
@@ -427,15 +426,7 @@ def _first_line(err: BaseException) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
-def _writable(rollout: Rollout) -> Rollout:
-    """The rollout with writable arrays (Ray hands out read-only zero-copy views)."""
-    def own(a):
-        return a if a is None or a.flags.writeable else np.array(a)
-
-    def segment(seg):
-        return seg._replace(trajectories=[
-            Trajectory(own(t.obs), own(t.actions), own(t.logprobs), own(t.values),
-                       own(t.rewards), own(t.last_obs), t.terminated, own(t.action_masks))
-            for t in seg.trajectories])
-
-    return rollout._replace(segments={name: segment(seg) for name, seg in rollout.segments.items()})
+def _writable(rollout: "messages.Rollout") -> "messages.Rollout":
+    """The rollout with writable arrays (Ray hands out read-only zero-copy views); every field of
+    every NamedTuple in it is kept (``owned_copy``)."""
+    return owned_copy(rollout)

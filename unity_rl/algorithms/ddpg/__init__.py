@@ -1,9 +1,12 @@
 """``trainer_type: ddpg`` — Deep Deterministic Policy Gradient (continuous actions), with
 optional prioritised replay and an Ape-X style shared replay in async runs.
 
-Files: ``config.py`` (DDPGConfig; torch-free), ``learner.py`` (DDPGLearner, DDPGPolicy),
-``nets.py``, ``acting.py`` (the actors' policy and factory), ``host.py`` (replay + learner on the
-runtime seam), ``export.py`` (saved policy -> module for evaluate and ONNX).
+Files: ``config.py`` (DDPGConfig, a ``ReplayConfig``; torch-free), ``learner.py`` (DDPGLearner,
+an ``OffPolicyLearner``; DDPGPolicy), ``nets.py``, ``acting.py`` (the actors' policy: exploration
+noise over ``OffPolicyActingPolicy``), ``host.py`` (``DDPGAlgorithm``: the learner and acting
+policy plugged into ``unity_rl.algorithms.offpolicy``, which holds replay, replay ratio, PER,
+Ape-X placement and replay checkpoints), ``export.py`` (saved policy -> module for evaluate and
+ONNX).
 """
 import dataclasses
 

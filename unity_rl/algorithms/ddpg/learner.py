@@ -1,8 +1,10 @@
 """Deep Deterministic Policy Gradient (Lillicrap et al. 2015, arXiv:1509.02971).
 
-A pure learner: no processes, no I/O.  ``DDPGLearner.update(batch)`` takes one gradient step in
-the paper's order — critic on the TD target, actor on −Q(s, μ(s)), then Polyak-averaged targets —
-and ``DDPGPolicy`` is the actor-side copy that acts from shipped weights.
+A pure learner: no processes, no I/O, no replay.  ``DDPGLearner`` fits
+``offpolicy.learner.OffPolicyLearner``: ``update(batch, importance_weights)`` takes one gradient
+step in the paper's order — critic on the TD target, actor on −Q(s, μ(s)), then Polyak-averaged
+targets — and returns its metrics and |TD errors|.  ``DDPGPolicy`` is the copy that acts from
+shipped weights (inside ``acting.DDPGActorPolicy`` in actors; evaluate and export load it too).
 
 Truncation: the target is y = r + γ(1 − terminated)·Q'(s', μ'(s')).  When Unity interrupts an
 episode (max step reached) ``terminated`` is 0 and s' is the final observation, so the target
@@ -17,8 +19,8 @@ Actions: continuous only, in Unity's bounds [-1, 1]: the actor ends in tanh.  Ex
 Gaussian or per-agent Ornstein–Uhlenbeck noise and clips to the bounds; during warm-up the actor
 side plays uniform random actions (``DDPGPolicy.explore``).
 
-Size: the DDPG config, learner and policy (about 400 lines; the networks are in
-ddpg_nets.py).
+The networks are in ``nets.py``; the replay, replay ratio, PER and Ape-X plumbing around the
+learner in ``unity_rl.algorithms.offpolicy``.
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.nets import seeded_init
 from unity_rl.algorithms.noise import ActionNoise, make_noise
 from unity_rl.algorithms.ddpg.config import DDPGConfig, updates_owed
+from unity_rl.algorithms.offpolicy.learner import UpdateResult
 from unity_rl.algorithms.types import TransitionBatch
 
 __all__ = ["DDPGConfig", "DDPGPolicy", "DDPGLearner", "Actor", "QNetwork", "ExportedActor",
@@ -192,8 +195,6 @@ class DDPGLearner:
         self.updates = 0
         """Gradient updates done (critic steps); also the weights' version."""
         self.last_policy_loss = 0.0
-        self.td_errors = np.zeros(0, np.float32)
-        """[n] |y − Q(s, a)| of the last ``update`` batch, for ``update_priorities``."""
 
     # -- data to tensors ---------------------------------------------------------------------
     def _tensor(self, x: np.ndarray) -> torch.Tensor:
@@ -210,11 +211,13 @@ class DDPGLearner:
         return y.cpu().numpy()
 
     # -- the algorithm -----------------------------------------------------------------------
-    def update(self, batch: TransitionBatch, weights: np.ndarray | None = None) -> dict[str, float]:
-        """One gradient step on a replay batch; ``weights``: [n] PER importance weights.
+    def update(self, batch: TransitionBatch,
+               importance_weights: np.ndarray | None = None) -> UpdateResult:
+        """One gradient step on a replay batch; ``importance_weights``: [n] PER weights.
 
         Folds the batch's observations into the normaliser first (with uniform replay this
-        tracks the replay distribution).  Leaves |TD errors| in ``self.td_errors``.
+        tracks the replay distribution).  Returns the metrics and the batch's |TD errors|
+        (before the step: the rows' new priorities).
         """
         cfg = self.cfg
         self.layout.update(self.normalizer, batch.obs)  # vector columns only
@@ -223,7 +226,7 @@ class DDPGLearner:
         b_actions = self._tensor(batch.actions)
         b_rewards = self._tensor(batch.rewards)
         b_terminated = self._tensor(batch.terminated)
-        b_weights = None if weights is None else self._tensor(weights)
+        b_weights = None if importance_weights is None else self._tensor(importance_weights)
 
         # 1. Critic: minimise (y − Q(s, a))², y = r + γ(1 − terminated)·Q'(s', μ'(s')).
         y = td_target(b_rewards, b_terminated, b_next_obs, self.actor_target,
@@ -252,13 +255,13 @@ class DDPGLearner:
             soft_update(self.actor_target, self.actor, cfg.tau)
             soft_update(self.critic_target, self.critic, cfg.tau)
 
-        self.td_errors = td_error.detach().abs().cpu().numpy()
-        return {
+        td_errors = td_error.detach().abs().cpu().numpy()
+        return UpdateResult({
             "Losses/Q Loss": q_loss.item(),
             "Losses/Policy Loss": self.last_policy_loss,
             "Policy/Q Mean": q.detach().mean().item(),
-            "Policy/TD Error Mean": float(self.td_errors.mean()),
-        }
+            "Policy/TD Error Mean": float(td_errors.mean()),
+        }, td_errors)
 
     # -- shipping and checkpoints ------------------------------------------------------------
     def weights(self, include_critic: bool = False) -> dict:

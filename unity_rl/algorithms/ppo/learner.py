@@ -58,6 +58,7 @@ from unity_rl.algorithms.ppo.model import (DEFAULT_ARCH, LEGACY_ARCH, ActionSpec
                                       DeterministicActor, check_obs_shapes, env_action_clamp,
                                       load_normalizer, normalizer_state)
 from unity_rl.algorithms.types import Trajectory
+from unity_rl.runtime.acting import ActingPolicy, AgentKeys
 
 __all__ = ["PPOConfig", "PPOPolicy", "PPOLearner", "ActorCritic", "DeterministicActor",
            "ActionSpecLike", "DiagGaussian", "MaskedMultiCategorical", "HybridDistribution",
@@ -67,7 +68,7 @@ __all__ = ["PPOConfig", "PPOPolicy", "PPOLearner", "ActorCritic", "Deterministic
 # Actor side
 # ----------------------------------------------------------------------------------------------
 
-class PPOPolicy:
+class PPOPolicy(ActingPolicy):
     """The acting copy of the policy, fed by ``PPOLearner.weights()``.
 
     ``act`` takes one flat row per agent that requested a decision; rows are independent, so
@@ -119,7 +120,8 @@ class PPOPolicy:
         return torch.from_numpy(self.layout.normalize(self.normalizer, obs))
 
     def act(self, obs: np.ndarray, action_mask: np.ndarray | None = None,
-            deterministic: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            deterministic: bool = False, agent_keys: AgentKeys | None = None,
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """obs [n, obs_dim] -> (actions, logprobs [n, K] float32, values [n] float32).
 
         Actions as ``Trajectory.actions``: continuous float32 [n, C] *unclipped* samples (send
@@ -127,7 +129,7 @@ class PPOPolicy:
         [n, C + B] (C unclipped continuous values, then B branch indices as floats).  Log-probs
         per action dimension / branch: K = C, B or C + B.
         ``action_mask`` is bool [n, sum(branches)], True where allowed.  ``deterministic``
-        takes the mode.
+        takes the mode.  ``agent_keys`` is unused (no per-agent state yet).
         """
         with torch.no_grad():
             x = self._input(obs)

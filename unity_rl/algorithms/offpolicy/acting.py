@@ -1,0 +1,182 @@
+"""The acting side of off-policy training: transitions, warm-up, initial priorities, Ape-X writes.
+
+Kept light (numpy, the experience types, ``unity_rl.replay``; never torch or a learner) because
+it is imported inside every actor process when the actor unpickles its policy factory.
+
+Experience: the actor keeps its ``TrajectoryCollector`` (one per-agent bookkeeping for every
+algorithm); ``trajectories_to_transitions`` turns its trajectories into one-step transitions:
+
+    row t of a trajectory:  (obs[t], actions[t], rewards[t], next_obs, terminated)
+    next_obs   = obs[t + 1], or ``last_obs`` on the last row
+    terminated = 1 only on the last row of a trajectory whose episode really ended
+
+so the three kinds of cut come out right without a second collector: an episode end
+(``terminated=True``: no bootstrap), Unity's truncation (``interrupted``: ``last_obs`` is the
+final observation, bootstrap from it) and a time-horizon or segment cut (``last_obs`` is the next
+decision's observation, bootstrap from it).
+
+``OffPolicyActingPolicy`` is the ``ActingPolicy`` of every off-policy trainer type; a type
+supplies only how it acts (``policy_actions``, ``random_actions``), what its weights are
+(``load_policy_weights``) and, for prioritised replay, ``td_errors``. The base does the rest:
+
+- **warm-up**: uniform random actions while the run's estimated agent-steps are below
+  ``warmup_steps`` — the count published with the weights plus K times this actor's own steps
+  since (every actor sees the end of warm-up at about the same time; a resumed run does not
+  warm up again);
+- **initial priorities** (``prioritized: true``): |TD error| of each new transition under the
+  critic shipped with the weights, computed by the actor (Ape-X) rather than the learner;
+- **shared replay** (the weights carry a replay handle: async wiring, local backend): the
+  transitions are written straight into the ``SharedReplayBuffer`` and the segment goes to the
+  learner without its trajectories, as a receipt (steps, episode returns, policy version);
+- otherwise (sync wiring, or Ray, where shared memory does not span nodes) the trajectories
+  travel to the learner, the priorities in ``Trajectory.extras.priorities``.
+
+Weights arrive as ``OffPolicyHost.weights()``: ``{"policy": learner.weights(...),
+"agent_steps": collected steps of the run when published, "num_actors": K, "replay": handle or
+None}``.
+"""
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+
+import numpy as np
+
+from unity_rl.algorithms.offpolicy.config import ReplayConfig
+from unity_rl.algorithms.types import Segment, Trajectory, TransitionBatch
+from unity_rl.replay import SharedReplayBuffer
+from unity_rl.runtime.acting import ActingPolicy, AgentKeys
+
+
+# ----------------------------------------------------------------------------------------------
+# Trajectories -> transitions
+# ----------------------------------------------------------------------------------------------
+
+def trajectories_to_transitions(trajectories: Sequence[Trajectory]) -> TransitionBatch:
+    """One transition per trajectory row (see the module doc for next_obs and terminated)."""
+    if not trajectories:
+        raise ValueError("no trajectories to convert")
+    obs = np.concatenate([t.obs for t in trajectories]).astype(np.float32, copy=False)
+    next_obs = np.concatenate([np.concatenate([t.obs[1:], t.last_obs[None]])
+                               for t in trajectories]).astype(np.float32, copy=False)
+    terminated = np.concatenate([_terminated_column(t) for t in trajectories])
+    actions = np.concatenate([t.actions for t in trajectories]).astype(np.float32, copy=False)
+    rewards = np.concatenate([t.rewards for t in trajectories]).astype(np.float32, copy=False)
+    return TransitionBatch(obs, actions, rewards, next_obs, terminated)
+
+
+def _terminated_column(t: Trajectory) -> np.ndarray:
+    column = np.zeros(len(t.rewards), np.float32)
+    column[-1] = float(t.terminated)
+    return column
+
+
+def carried_priorities(trajectories: Sequence[Trajectory]) -> np.ndarray | None:
+    """The actors' initial priorities (``extras.priorities``) of every row, in transition order;
+    None unless every trajectory carries them."""
+    columns = [t.extras.priorities for t in trajectories]
+    if not columns or any(c is None for c in columns):
+        return None
+    return np.concatenate([np.asarray(c, np.float64) for c in columns])
+
+
+def with_priorities(trajectories: Sequence[Trajectory],
+                    priorities: np.ndarray) -> list[Trajectory]:
+    """The trajectories with ``priorities`` (one per row, in transition order) in their extras."""
+    out, start = [], 0
+    for t in trajectories:
+        end = start + len(t.rewards)
+        extras = t.extras._replace(priorities=priorities[start:end].astype(np.float32))
+        out.append(t._replace(extras=extras))
+        start = end
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# The acting policy
+# ----------------------------------------------------------------------------------------------
+
+class OffPolicyActingPolicy(ActingPolicy):
+    """Warm-up, actor-side priorities and shared-replay writes over a type's own acting policy."""
+
+    def __init__(self, cfg: ReplayConfig):
+        self.cfg = cfg
+        self.replay: SharedReplayBuffer | None = None
+        """The learner's shared buffer, attached on the first weights that name it (Ape-X)."""
+        self.published_steps = 0
+        self.num_actors = 1
+        self.acted = 0
+        """Rows acted on since the last weights."""
+
+    # -- what a trainer type supplies ----------------------------------------------------------
+    @abc.abstractmethod
+    def load_policy_weights(self, weights: dict) -> None:
+        """Loads the learner's ``weights(include_critic)``; sets ``version``."""
+
+    @abc.abstractmethod
+    def policy_actions(self, obs: np.ndarray, deterministic: bool,
+                       agent_keys: AgentKeys | None) -> np.ndarray:
+        """[n, act_dim] actions of the loaded policy: exploring (per-agent state by key), or
+        the deterministic policy."""
+
+    @abc.abstractmethod
+    def random_actions(self, n: int) -> np.ndarray:
+        """[n, act_dim] uniform random actions in the bounds (warm-up)."""
+
+    def td_errors(self, batch: TransitionBatch) -> np.ndarray | None:
+        """[n] |TD error| under the shipped critic (initial priorities); None when the loaded
+        weights hold no critic."""
+        return None
+
+    # -- ActingPolicy ----------------------------------------------------------------------------
+    def load_weights(self, weights: dict) -> None:
+        self.load_policy_weights(weights["policy"])
+        self.published_steps = int(weights["agent_steps"])
+        self.num_actors = max(1, int(weights["num_actors"]))
+        self.acted = 0
+        handle = weights.get("replay")
+        if handle is not None and self.replay is None:  # the learner's shared buffer (Ape-X)
+            self.replay = SharedReplayBuffer.attach(handle)
+
+    def run_steps(self) -> int:
+        """This actor's estimate of the run's collected agent-steps (for warm-up)."""
+        return self.published_steps + self.num_actors * self.acted
+
+    def is_warming_up(self) -> bool:
+        return self.run_steps() < self.cfg.warmup_steps
+
+    def act(self, obs: np.ndarray, action_mask: np.ndarray | None = None,
+            deterministic: bool = False, agent_keys: AgentKeys | None = None,
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(actions [n, act_dim], logprobs 0, values NaN): behaviour actions (uniform random
+        during warm-up), or the deterministic policy's."""
+        n = len(obs)
+        if deterministic:
+            actions = self.policy_actions(obs, True, agent_keys)
+        elif self.is_warming_up():
+            actions = self.random_actions(n)
+        else:
+            actions = self.policy_actions(obs, False, agent_keys)
+        self.acted += n
+        return actions, np.zeros(n, np.float32), np.full(n, np.nan, np.float32)
+
+    def finish_segment(self, segment: Segment) -> Segment:
+        """Initial priorities, shared-replay writes (module doc); returns what to send."""
+        if not segment.trajectories:
+            return segment
+        prioritized = self.cfg.prioritized
+        if self.replay is None and not prioritized:
+            return segment
+        batch = trajectories_to_transitions(segment.trajectories)
+        priorities = self.td_errors(batch) if prioritized else None
+        if self.replay is not None:
+            self.replay.add(batch, priorities)
+            return segment._replace(trajectories=[])
+        if priorities is None:
+            return segment
+        return segment._replace(trajectories=with_priorities(segment.trajectories, priorities))
+
+    def close(self) -> None:
+        if self.replay is not None:
+            self.replay.close()
+            self.replay = None

@@ -1,0 +1,66 @@
+"""The acting-policy base: what an actor calls on the policy copy of each behavior it trains.
+
+``ActingPolicy`` is the whole contract between ``unity_rl.runtime.actor`` and a trainer type's
+acting side (``PPOPolicy``, ``unity_rl.algorithms.offpolicy.acting``): the actor calls exactly
+these methods, in this order, and nothing else —
+
+    load_weights(state)              between collections, with what the learner host published
+    act(obs, mask, agent_keys=keys)  every step, one batched call for the agents that decide
+    env_actions(actions)             what the builds receive for act's actions
+    episodes_ended(keys)             agents whose episode ended in the step just observed
+    finish_segment(segment)          each segment, before it is sent to the learner
+    close()                          once, when the actor stops
+
+Contract on ``act``: row i of ``obs`` is the agent ``agent_keys[i]``; rows are independent and
+agent order and count may change from call to call (ML-Agents guarantees neither), so per-agent
+state (exploration noise, recurrent memories) is kept by key. The actor always passes
+``agent_keys``; ``None`` only comes from callers outside an actor (evaluation, tests), which
+then have no per-agent state. Everything but ``act`` and ``load_weights`` does nothing by
+default.
+
+Imported inside every actor process: numpy and the experience types only.
+"""
+from __future__ import annotations
+
+import abc
+from collections.abc import Hashable, Sequence
+
+import numpy as np
+
+from unity_rl.algorithms.types import Segment
+
+AgentKeys = Sequence[Hashable]
+"""One key per decision row: (build, agent id) pairs in an actor, anything hashable in tests."""
+
+
+class ActingPolicy(abc.ABC):
+    """One behavior's policy copy inside an actor (see the module doc for the call order)."""
+
+    version: int = -1
+    """Version of the loaded weights (-1: none loaded yet)."""
+
+    @abc.abstractmethod
+    def load_weights(self, weights: dict) -> None:
+        """Loads what the learner host's ``weights()`` published (CPU tensors, plain dicts)."""
+
+    @abc.abstractmethod
+    def act(self, obs: np.ndarray, action_mask: np.ndarray | None = None,
+            deterministic: bool = False, agent_keys: AgentKeys | None = None,
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """[n, obs_dim] raw flat observations -> (actions, logprobs, values) as the
+        ``Trajectory`` fields store them (n rows each). ``action_mask``: bool
+        [n, sum(branches)], True where allowed. ``deterministic``: no exploration."""
+
+    def env_actions(self, actions: np.ndarray) -> np.ndarray:
+        """What the builds receive for ``act``'s actions (default: the same)."""
+        return actions
+
+    def episodes_ended(self, agent_keys: AgentKeys) -> None:
+        """The episodes of these agents ended: drop their per-agent state (default: none)."""
+
+    def finish_segment(self, segment: Segment) -> Segment:
+        """Sees each segment before it is sent; returns what to send (default: the same)."""
+        return segment
+
+    def close(self) -> None:
+        """Frees what the policy holds outside the process (default: nothing)."""
