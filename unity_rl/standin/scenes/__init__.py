@@ -50,7 +50,7 @@ from unity_rl.standin.scenes.ball3d_hard import Ball3DHardModel
 from unity_rl.standin.scenes.food_areas import GridFoodCollectorModel, VisualFoodCollectorModel
 from unity_rl.standin.scenes.visual_3dball import Visual3DBallModel
 
-# zoo (part B): Unity's Crawler, Walker, Worm, PushBlock, WallJump, Match3 (docs/zoo_b_scenes.md)
+# zoo (part B): Unity's Crawler, Walker, Worm, PushBlock, WallJump, Match3 (docs/zoo.md)
 from unity_rl.standin.scenes.blocks import PushBlockModel, WallJumpModel  # noqa: E402
 from unity_rl.standin.scenes.locomotion import CrawlerModel, WalkerModel, WormModel  # noqa: E402
 from unity_rl.standin.scenes.match3 import (  # noqa: E402
@@ -82,7 +82,7 @@ SCENES: dict[str, Union[tuple[BehaviorDef, ...], Callable[..., tuple[BehaviorDef
 }
 
 # zoo (part B): shaped like Unity's example scenes (behavior names, sensors, actions, decision
-# periods and MaxStep as unity_builds/README.md and docs/zoo_b_scenes.md list them).
+# periods and MaxStep as unity_builds/README.md and docs/zoo.md list them).
 SCENES.update({
     "Crawler": (BehaviorDef("Crawler?team=0", CrawlerModel, 10, 5, 5000),),
     "Walker": (BehaviorDef("Walker?team=0", WalkerModel, 10, 5, 5000),),
