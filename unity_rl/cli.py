@@ -29,11 +29,11 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from unity_rl.config.dump import CONFIG_FILE
 from unity_rl.interrupts import exit_status, sigterm_raises
 
 DEFAULT_CONFIG = "configs/ppo/3dball.yaml"
 DEFAULT_ENV = "unity_builds/3DBall"
-CONFIG_FILE = "configuration.yaml"
 RUN_MARKERS = (CONFIG_FILE, "checkpoints")
 """What makes a folder a unity-rl run folder (and safe for --force to wipe)."""
 

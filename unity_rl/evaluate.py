@@ -19,13 +19,13 @@ import torch
 
 from unity_rl.envs.settings import LaunchSettings
 
+
 def run_config(run_dir: Path | None):
     """The run's configuration.yaml, or None."""
-    from unity_rl.cli import CONFIG_FILE
+    from unity_rl.config import CONFIG_FILE, load_config
 
     if run_dir is None or not (run_dir / CONFIG_FILE).is_file():
         return None
-    from unity_rl.config import load_config
     return load_config(run_dir / CONFIG_FILE)
 
 

@@ -52,7 +52,7 @@ silently.  We read such numbers as floats (YAML 1.2 rules), so the same files lo
 """
 from __future__ import annotations
 
-from unity_rl.config.dump import config_to_yaml, dump_config, write_config
+from unity_rl.config.dump import CONFIG_FILE, config_to_yaml, dump_config, write_config
 from unity_rl.config.overrides import OVERRIDES, apply_overrides, select_behavior
 from unity_rl.config.parsing import load_config, parse_config
 from unity_rl.config.sections import (
@@ -69,7 +69,7 @@ from unity_rl.config.sections import (
 from unity_rl.envs.settings import LaunchSettings
 
 __all__ = [
-    "OVERRIDES", "SAMPLER_PARAMETERS", "BehaviorConfig",
+    "CONFIG_FILE", "OVERRIDES", "SAMPLER_PARAMETERS", "BehaviorConfig",
     "CheckpointConfig", "ConfigError", "EnvironmentParameter", "FrozenMap",
     "LaunchSettings", "RunConfig", "TorchConfig", "UnityRLConfig", "apply_overrides",
     "config_to_yaml", "dump_config", "load_config", "parse_config", "select_behavior",

@@ -17,6 +17,9 @@ from unity_rl.config.sections import (
 from unity_rl.envs.settings import ENGINE_SECTION, ENV_SECTION, LaunchSettings, section_fields
 
 
+CONFIG_FILE = "configuration.yaml"
+"""The resolved configuration's file name in a run folder (as mlagents-learn names it)."""
+
 # ==============================================================================================
 # Writing the resolved configuration
 # ==============================================================================================
