@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.runtime.fakes import BEHAVIOR, FakeStream
-from tests.runtime.helpers import assert_gone, live_descendants, tiny_config
+from tests.runtime.helpers import BALL, assert_gone, live_descendants, tiny_config
 from tests.runtime.test_wirings import host_for, spec, weights_of
 from unity_rl.runtime import wiring
 from unity_rl.runtime.actor import Actor
@@ -142,6 +142,32 @@ def check_builds_see_control(backend, tmp_path: Path, weights, kill) -> None:
     pump_until(backend, lambda: saw(tmp_path, 0, "gravity = 3.5", pid=new_build), timeout=30,
                what="the parameter in the replacement's build log")
     assert backend.restarts == 1
+
+
+def test_a_stream_sends_parameters_now_and_to_builds_it_restarts_later(tmp_path,
+                                                                       free_base_port):
+    """The path under the actor: ``AgentStream.set_environment_parameters`` reaches the build
+    with the next step, and a build the stream restarts alone is launched with the values."""
+    import numpy as np
+    import psutil
+
+    from unity_rl.envs.agent_stream import AgentStream
+    from unity_rl.envs.launcher import RestartQuota
+
+    with AgentStream(str(BALL), base_port=free_base_port(1), timeout_wait=30,
+                     log_dir=str(tmp_path / "logs"), env_parameters={"mass": 1.5},
+                     restart_quota=RestartQuota(2, -1, 60.0)) as stream:
+        [name] = stream.behavior_names
+        zeros = {name: np.zeros((len(stream.reset_all()[name].decisions.keys), 2), np.float32)}
+        assert saw(tmp_path, 0, "mass = 1.5") and not saw(tmp_path, 0, "scale = 0.75")
+        stream.set_environment_parameters({"scale": 0.75})
+        stream.step_all(zeros)
+        assert saw(tmp_path, 0, "scale = 0.75")
+        psutil.Process(stream.builds.pids()[0]).kill()
+        results = stream.step_all(zeros)
+        assert results[name].restarted
+        [pid] = stream.builds.pids()
+        assert saw(tmp_path, 0, "scale = 0.75", pid=pid) and saw(tmp_path, 0, "mass = 1.5")
 
 
 @pytest.mark.slow

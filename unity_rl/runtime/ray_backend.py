@@ -2,9 +2,9 @@
 
 What to do when an actor dies, hangs or must be replaced is ``supervisor.ActorSupervisor``'s
 business (the same rules as the local backend); this module only carries messages, places and
-ends Ray actors. Each Ray actor (``ActorHost``) runs ``actor.actor_loop`` (the body of a local
-actor process) in a thread of its own, over two in-process queues; so the actor loop, not the
-driver, decides when to collect, exactly as locally. Connections (one per arrow; the driver is
+ends Ray actors. Each Ray actor (``ray_actor.ActorHost``) runs ``actor.actor_loop`` (the body of
+a local actor process) in a thread of its own, over two in-process queues; so the actor loop,
+not the driver, decides when to collect, exactly as locally. Connections (one per arrow; the driver is
 the trainer's process):
 - driver -> actor k: ``deliver_weights.remote(ref)``, one call per publication: the weights go
   into the object store once (``ray.put``) and every actor's call carries that one reference, so
@@ -35,15 +35,13 @@ node can place it) raises ``ActorFailedError`` at once.
 Ray's lifetime: without an address a local Ray instance is started and shut down by ``stop()``;
 with ``address`` ('auto' or 'host:port') the driver connects to that cluster and only
 disconnects. A driver that is already connected (``ray.is_initialized()``) is reused and left
-connected. Only this module imports ray.
+connected. Only this module and ``ray_actor.py`` import ray.
 """
 from __future__ import annotations
 
 import logging
 import math
 import os
-import queue
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -53,9 +51,11 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from unity_rl.algorithms.types import owned_copy
 from unity_rl.runtime import messages
-from unity_rl.runtime.actor import ActorSpec, actor_loop
-from unity_rl.runtime.backend import TAG_ENV, kill_tagged_processes, limit_torch_threads
-from unity_rl.runtime.messages import ActorFailedError, Command, Report, ToActor
+from unity_rl.runtime.actor import ActorSpec
+from unity_rl.runtime.backend import TAG_ENV  # noqa: F401 - the tag its builds carry (tests)
+from unity_rl.runtime.messages import ActorFailedError, Command, ToActor
+from unity_rl.runtime.ray_actor import RemoteActorHost
+from unity_rl.runtime.ray_actor import kill_builds as _kill_builds
 from unity_rl.runtime.supervisor import ActorSupervisor, Event, Phase, Slot
 
 logger = logging.getLogger(__name__)
@@ -66,99 +66,6 @@ REPORT_WAIT_S = 10.0
 """Longest wait of one ``next_report`` call inside the actor (then it answers None)."""
 BEAT_ANSWER_S = 10.0
 """Seconds an actor has to answer a heartbeat question before it counts as hung."""
-CONTROL = "control"
-"""Concurrency group of the methods answered while the loop steps and ``next_report`` waits."""
-REPORTS = "reports"
-"""Concurrency group of ``next_report`` (its wait must not hold up weights or control)."""
-
-
-# ----------------------------------------------------------------------------------------------
-# Inside the Ray actor's process
-# ----------------------------------------------------------------------------------------------
-
-class ActorHost:
-    """Hosts ``actor_loop`` for one ``ActorSpec`` in a thread of a Ray actor process.
-
-    The loop's inbox and outbox are in-process queues; the methods below are the Ray-facing
-    ends of them. ``deliver_weights`` and ``deliver`` run in the default group (one thread,
-    calls in submission order), ``next_report`` in ``REPORTS`` and the control methods in
-    ``CONTROL``, so none of them waits for another.
-    """
-
-    def __init__(self, spec: ActorSpec, tag: str):
-        self.spec = spec
-        os.environ[TAG_ENV] = tag  # inherited by the builds this process launches
-        limit_torch_threads(spec.torch_threads)
-        self._inbox: queue.Queue[Command] = queue.Queue()
-        self._outbox: queue.Queue[Report] = queue.Queue()
-        self._stop = threading.Event()
-        self._last_beat = time.monotonic()
-        self._loop = threading.Thread(target=self._run, name=f"actor-{spec.actor_id}",
-                                      daemon=True)
-        self._loop.start()
-
-    def _run(self) -> None:
-        actor_loop(self.spec, self._inbox, self._outbox, heartbeat=self._beat,
-                   stop_requested=self._stop.is_set)
-
-    def _beat(self) -> None:
-        self._last_beat = time.monotonic()
-
-    def deliver_weights(self, weights: messages.PolicyWeights) -> None:
-        """Queues a publication for the loop (it loads the newest between rollouts)."""
-        self._inbox.put(Command(ToActor.WEIGHTS, weights))
-
-    def deliver(self, command: Command) -> None:
-        """Queues another command (a CONTROL change) for the loop, after the weights sent
-        before it."""
-        self._inbox.put(command)
-
-    @ray.method(concurrency_group=REPORTS)
-    def next_report(self, timeout_s: float) -> Report | None:
-        """The loop's next report, or None when none came within ``timeout_s`` seconds."""
-        try:
-            return self._outbox.get(timeout=timeout_s)
-        except queue.Empty:
-            return None
-
-    @ray.method(concurrency_group=CONTROL)
-    def request_stop(self) -> None:
-        """The loop stops after its current stream step (or wait slice) and closes its builds."""
-        self._stop.set()
-        self._inbox.put(Command(ToActor.STOP))
-
-    @ray.method(concurrency_group=CONTROL)
-    def wait_closed(self, timeout_s: float) -> bool:
-        """True once the loop has ended (its builds closed), waiting up to ``timeout_s``."""
-        self._loop.join(timeout_s)
-        return not self._loop.is_alive()
-
-    @ray.method(concurrency_group=CONTROL)
-    def where(self) -> tuple[str, int]:
-        """(node id, pid) of this actor, answered as soon as it exists, even while it starts."""
-        return ray.get_runtime_context().get_node_id(), os.getpid()
-
-    @ray.method(concurrency_group=CONTROL)
-    def beat_age(self) -> float:
-        """Seconds since the loop's last heartbeat (stream step or wait slice)."""
-        return time.monotonic() - self._last_beat
-
-
-RemoteActorHost = ray.remote(concurrency_groups={CONTROL: 1, REPORTS: 1}, max_restarts=0,
-                             max_task_retries=0)(ActorHost)
-"""``ActorHost`` as a Ray actor class: Ray never restarts it by itself; ``RayBackend`` re-creates
-a dead actor from its spec (so it can count, clean up and hand over the newest weights)."""
-
-
-@ray.remote(num_cpus=0, max_retries=0)
-def _kill_builds(tag: str) -> list[int]:
-    """Kills the build processes on this node launched by the actor incarnation ``tag``.
-
-    A killed actor leaves its builds behind (they run in their own session); its replacement
-    may already run builds on the same ports on this node, so builds are told apart by the
-    ``TAG_ENV`` they inherited, not by port.
-    """
-    return kill_tagged_processes([tag], builds_only=True)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -426,7 +333,7 @@ def _first_line(err: BaseException) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
-def _writable(rollout: "messages.Rollout") -> "messages.Rollout":
+def _writable(rollout: messages.Rollout) -> messages.Rollout:
     """The rollout with writable arrays (Ray hands out read-only zero-copy views); every field of
     every NamedTuple in it is kept (``owned_copy``)."""
     return owned_copy(rollout)
