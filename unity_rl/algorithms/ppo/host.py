@@ -83,7 +83,8 @@ class PPOHost:
     def auxiliary_updates(self) -> list:
         """What runs after each PPO update, in order: the learner's reward signals that train
         (those with an ``update``), then the host's own auxiliary updates."""
-        return [s for s in self.learner.reward_signals if s.update is not None] + self.auxiliary
+        signals = getattr(self.learner, "reward_signals", ())  # a stand-in learner may have none
+        return [s for s in signals if s.update is not None] + self.auxiliary
 
     def weights(self) -> dict:
         return self.learner.weights()
