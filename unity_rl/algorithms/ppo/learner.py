@@ -3,7 +3,7 @@
 Two roles share one network class:
 - ``PPOPolicy`` lives in an actor: it acts on a batch of observations (any number of agents, in
   any order: rows are independent) and loads the weights the learner publishes.
-- ``PPOLearner`` owns the authoritative network, optimiser and observation normaliser; it turns a
+- ``PPOLearner`` owns the network, optimiser, observation normaliser and reward signals; it turns a
   list of ``Trajectory`` into one PPO update and returns metrics named like ML-Agents' TensorBoard
   tags.  It performs no I/O, starts no process or thread of its own and sets no process-wide
   torch state (no global seed, no thread count).
@@ -12,7 +12,7 @@ Observations: flat float32 rows (every observation flattened, in BehaviorSpec or
 take the observation *shapes* and split rows inside the network (``encoders.py``: images through
 the ``vis_encode_type`` encoder, vectors as they are; only vector columns are normalised).
 
-By default the algorithm is mlagents-learn 1.1.0's PPO (a user's ML-Agents YAML assumes it;
+The algorithm is mlagents-learn 1.1.0's PPO (a user's ML-Agents YAML assumes it;
 DESIGN.md §7), each choice read in its source (``mlagents/trainers/...``):
 - separate actor and critic trunks (``shared_critic: false``), Swish activations, ML-Agents'
   initialisation (``torch_entities/layers.py``, see ``ppo_model``), Adam with torch's default eps
