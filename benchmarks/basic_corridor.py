@@ -27,7 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from unity_rl.algorithms.nets import NetworkConfig  # noqa: E402
+from unity_rl.algorithms.network_config import NetworkConfig  # noqa: E402
 from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner, PPOPolicy  # noqa: E402
 from unity_rl.algorithms.reward_signals.config import RewardSignalConfig  # noqa: E402
 from unity_rl.algorithms.types import Trajectory  # noqa: E402
