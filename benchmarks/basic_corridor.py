@@ -29,12 +29,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from unity_rl.algorithms.network_config import NetworkConfig  # noqa: E402
 from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner, PPOPolicy  # noqa: E402
+from unity_rl.algorithms.reward_signals.config import RewardSignalConfig  # noqa: E402
 from unity_rl.algorithms.types import Trajectory  # noqa: E402
 
 CELLS, START, SMALL, LARGE, MAX_STEPS = 20, 10, 7, 17, 100
 BASIC_HYPERPARAMETERS = dict(minibatch_size=32, buffer_size=256, learning_rate=3e-4, ent_coef=5e-3,
-                             clip_coef=0.2, gae_lambda=0.95, num_epochs=3, gamma=0.9,
-                             max_steps=500_000)
+                             clip_coef=0.2, gae_lambda=0.95, num_epochs=3, max_steps=500_000)
+BASIC_REWARD_SIGNALS = (RewardSignalConfig("extrinsic", gamma=0.9, strength=1.0),)
 BASIC_NETWORK = dict(hidden_units=20, num_layers=1, normalize=False)
 TIME_HORIZON = 3
 ACTION_SPEC = SimpleNamespace(continuous_size=0, discrete_branches=(3,))
@@ -72,7 +73,8 @@ def train(steps: int = 15_000, seed: int = 0, n_agents: int = 1, summary_freq: i
     """Trains from scratch; returns [(agent-steps, mean return of the window's episodes)]."""
     cfg = PPOConfig(**{**BASIC_HYPERPARAMETERS, **(ppo_overrides or {})})
     net = NetworkConfig(**{**BASIC_NETWORK, **(network_overrides or {})})
-    learner = PPOLearner((CELLS,), ACTION_SPEC, cfg, net, seed=seed)
+    learner = PPOLearner((CELLS,), ACTION_SPEC, cfg, net, seed=seed,
+                         reward_signals=BASIC_REWARD_SIGNALS)
     policy = PPOPolicy((CELLS,), ACTION_SPEC, net, seed=seed + 1)
     policy.load_weights(learner.weights())
     takes_steps = "collected_steps" in inspect.signature(learner.update).parameters

@@ -10,6 +10,7 @@ import pytest
 
 from unity_rl.algorithms.ddpg.learner import DDPGConfig
 from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.algorithms.reward_signals.config import RewardSignalConfig
 from unity_rl.algorithms.ppo.learner import PPOConfig
 from unity_rl.config import (ConfigError, RunConfig, apply_overrides, dump_config, load_config,
                              parse_config, select_behavior, write_config)
@@ -147,9 +148,10 @@ def test_mlagents_3dball_config_loads_with_paper_names(tmp_path):
     assert b.hyperparameters == PPOConfig(
         minibatch_size=64, buffer_size=12000, learning_rate=3e-4, lr_schedule="linear",
         ent_coef=1e-3, ent_coef_schedule="linear", clip_coef=0.2, clip_coef_schedule="linear",
-        gae_lambda=0.99, num_epochs=3, gamma=0.99, reward_scale=1.0, max_steps=500_000)
+        gae_lambda=0.99, num_epochs=3, max_steps=500_000)
     assert b.network_settings == NetworkConfig(normalize=True, hidden_units=128, num_layers=2)
     assert b.gamma == 0.99 and b.reward_strength == 1.0
+    assert b.reward_signals == (RewardSignalConfig("extrinsic", gamma=0.99, strength=1.0),)
     # sections not in the file take mlagents-learn's defaults
     assert cfg.env_settings.base_port == 5005 and cfg.engine_settings.time_scale == 20.0
     assert cfg.checkpoint_settings.run_id == "ppo" and cfg.checkpoint_settings.results_dir == "results"
@@ -451,41 +453,44 @@ def test_configs_are_frozen(tmp_path):
 
 
 def test_a_plain_mlagents_ppo_file_gets_mlagents_ppo(tmp_path):
-    """No project key set: every choice is ML-Agents 1.1.0's (see PPOConfig and docs/ppo.md)."""
+    """PPOConfig holds ML-Agents' PPOSettings and nothing else (see docs/ppo.md)."""
     hp = parse_config({"behaviors": {"B": {"hyperparameters": {"batch_size": 32,
                                                                 "buffer_size": 256}}}}
                       ).behaviors["B"].hyperparameters
-    assert (hp.max_grad_norm, hp.adam_eps, hp.vf_coef, hp.clip_vloss, hp.norm_adv) == (
-        0.0, 1e-8, 0.5, True, True)
-    assert (hp.adv_norm_scope, hp.minibatch_remainder, hp.policy_ratio, hp.gaussian_entropy,
-            hp.schedule_steps) == ("buffer", "drop", "per_action", "mean", "collected")
-    assert hp.arch == {"activation": "swish", "weight_init": "mlagents", "action_clip": "mlagents"}
+    assert {f.name for f in dataclasses.fields(hp)} == {
+        "learning_rate", "lr_schedule", "buffer_size", "minibatch_size", "num_epochs", "gae_lambda",
+        "clip_coef", "clip_coef_schedule", "ent_coef", "ent_coef_schedule", "max_steps"}
 
 
-def test_project_ppo_keys_bring_back_the_earlier_choices(tmp_path):
+@pytest.mark.parametrize("key, value", [
+    ("vf_coef", 0.5), ("max_grad_norm", 0.5), ("adam_eps", 1.0e-5), ("clip_value_loss", True),
+    ("normalize_advantage", True), ("advantage_normalization", "minibatch"),
+    ("minibatch_remainder", "spread"), ("policy_ratio", "joint"), ("gaussian_entropy", "sum"),
+    ("schedule_steps", "trained"), ("activation", "tanh"), ("weight_init", "orthogonal"),
+    ("action_clip", "unit"), ("target_kl", 0.02), ("log_std_init", 0.0)])
+def test_removed_project_ppo_keys_are_unknown_keys(tmp_path, key, value):
+    """Issue 16 item 6: the project-only PPO toggles are gone (docs/ppo.md says why)."""
+    err = error_for(tmp_path, f"behaviors: {{B: {{hyperparameters: {{{key}: {value}}}}}}}\n")
+    assert_names(err, "behaviors.B.hyperparameters", key, "unknown key")
+
+
+def test_reward_signals_load_in_yaml_order_and_dump_back(tmp_path):
     cfg = load_text(tmp_path, """\
         behaviors:
           B:
-            hyperparameters:
-              max_grad_norm: 0.5
-              adam_eps: 1.0e-5
-              advantage_normalization: minibatch
-              minibatch_remainder: spread
-              policy_ratio: joint
-              gaussian_entropy: sum
-              schedule_steps: trained
-              activation: tanh
-              weight_init: orthogonal
-              action_clip: unit
+            reward_signals:
+              extrinsic: {gamma: 0.995, strength: 0.5, network_settings: {hidden_units: 64}}
         """)
-    hp = cfg.behaviors["B"].hyperparameters
-    assert (hp.max_grad_norm, hp.adam_eps, hp.adv_norm_scope, hp.minibatch_remainder,
-            hp.policy_ratio, hp.gaussian_entropy, hp.schedule_steps) == (
-        0.5, 1e-5, "minibatch", "spread", "joint", "sum", "trained")
-    assert hp.arch == {"activation": "tanh", "weight_init": "orthogonal", "action_clip": "unit"}
-    with pytest.raises(ConfigError, match="policy_ratio"):
-        load_text(tmp_path, """\
-            behaviors:
-              B:
-                hyperparameters: {policy_ratio: per_branch}
-            """)
+    (extrinsic,) = cfg.behaviors["B"].reward_signals
+    assert extrinsic == RewardSignalConfig("extrinsic", 0.995, 0.5, NetworkConfig(hidden_units=64))
+    assert cfg.behaviors["B"].gamma == 0.995 and cfg.behaviors["B"].reward_strength == 0.5
+    dumped = dump_config(cfg)["behaviors"]["B"]["reward_signals"]
+    assert dumped == {"extrinsic": {"gamma": 0.995, "strength": 0.5, "network_settings": {
+        "normalize": False, "hidden_units": 64, "num_layers": 2, "vis_encode_type": "simple"}}}
+    assert parse_config(dump_config(cfg)) == cfg
+    assert load_text(tmp_path, "behaviors: {B: {reward_signals: null}}\n").behaviors["B"].reward_signals \
+        == (RewardSignalConfig("extrinsic"),)
+    err = error_for(tmp_path, "behaviors: {B: {reward_signals: {extrinsic: {encoding_size: 64}}}}\n")
+    assert_names(err, "behaviors.B.reward_signals.extrinsic", "encoding_size", "unknown key")
+    err = error_for(tmp_path, "behaviors: {B: {reward_signals: {pleasure: {}}}}\n")
+    assert_names(err, "behaviors.B.reward_signals", "pleasure", "unknown reward signal", "extrinsic")

@@ -13,6 +13,7 @@ from torch import nn
 
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner, PPOPolicy
+from unity_rl.algorithms.ppo.model import DeterministicActor
 from unity_rl.export import export_onnx
 
 
@@ -57,14 +58,15 @@ def test_continuous_round_trip(tmp_path):
 
 def test_onnx_continuous_actions_are_clamped_like_ml_agents(tmp_path):
     """ML-Agents' exported model sends clamp(μ, −3, 3) / 3 (``ActionModel.get_action_out``), the
-    same map as ``PPOPolicy.env_actions`` during training; ``action_clip: unit`` clips to ±1."""
+    same map as ``PPOPolicy.env_actions`` during training; the earlier versions' ``unit`` clip
+    (weights that record it) clips to ±1."""
     for action_clip, expected in (("mlagents", lambda m: np.clip(m, -3, 3) / 3),
                                   ("unit", lambda m: np.clip(m, -1, 1))):
-        learner = PPOLearner(8, CONTINUOUS, PPOConfig(action_clip=action_clip),
-                             NetworkConfig(hidden_units=32), seed=0)
+        learner = PPOLearner(8, CONTINUOUS, PPOConfig(), NetworkConfig(hidden_units=32), seed=0)
         with torch.no_grad():
             learner.model.actor_head[-1].bias.copy_(torch.tensor([4.5, 1.5]))
-        path = export_onnx(learner.export_module(), 8, CONTINUOUS, tmp_path / f"{action_clip}.onnx")
+        module = DeterministicActor(learner.model, learner.normalizer, action_clip)
+        path = export_onnx(module, 8, CONTINUOUS, tmp_path / f"{action_clip}.onnx")
         obs = np.random.default_rng(1).normal(0, 1, (16, 8)).astype(np.float32)
         actions = ort.InferenceSession(str(path)).run(["continuous_actions"], {"obs_0": obs})[0]
         with torch.no_grad():

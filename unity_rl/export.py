@@ -29,7 +29,8 @@ them for a network trained on other units, e.g. 255 for uint8-valued images).
 ``module`` contract (what ``PPOLearner.export_module()`` / ``DDPGLearner.export_module()``
 return): ``module(obs_0, .., obs_{n-1})`` -> float actions [batch, A] already in Unity's range
 for continuous behaviors (PPO: clamp(μ, −3, 3) / 3 as ML-Agents' exporter and as the training
-builds received, or clip to ±1 with ``action_clip: unit``; DDPG: its tanh bounds); ``module(obs_0, .., obs_{n-1}, action_masks)`` ->
+builds received, or clip to ±1 for weights of the earlier versions that record ``action_clip:
+unit``; DDPG: its tanh bounds); ``module(obs_0, .., obs_{n-1}, action_masks)`` ->
 int64 [batch, B] for discrete ones and ``(continuous, discrete)`` for hybrid ones; one tensor
 per observation (images NCHW), as the ONNX inputs. The learners' modules flatten and
 concatenate them into the training row themselves (``encoders.concat_inputs``) and also accept

@@ -19,6 +19,7 @@ import torch
 
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner
+from unity_rl.algorithms.reward_signals.config import RewardSignalConfig
 from unity_rl.algorithms.types import Trajectory
 
 REFERENCE = Path(__file__).resolve().parent / "mlagents_reference"
@@ -44,17 +45,22 @@ def _learner(case: dict) -> PPOLearner:
                            discrete_branches=tuple(int(b) for b in case["branches"]))
     n = int(case["num_trajectories"]) * int(case["length"])
     cfg = PPOConfig(learning_rate=float(case["learning_rate"]), buffer_size=n, minibatch_size=n,
-                    num_epochs=int(case["epochs"]), gamma=float(case["gamma"]),
-                    gae_lambda=float(case["lambd"]), clip_coef=float(case["epsilon"]),
-                    ent_coef=float(case["beta"]), max_steps=int(case["max_steps"]))
+                    num_epochs=int(case["epochs"]), gae_lambda=float(case["lambd"]),
+                    clip_coef=float(case["epsilon"]), ent_coef=float(case["beta"]),
+                    max_steps=int(case["max_steps"]))
     net = NetworkConfig(normalize=False, hidden_units=int(case["hidden"]),
                         num_layers=int(case["layers"]))
-    return PPOLearner(_obs_shapes(case), spec, cfg, net, seed=0)
+    extrinsic = RewardSignalConfig("extrinsic", gamma=float(case["gamma"]))
+    return PPOLearner(_obs_shapes(case), spec, cfg, net, seed=0, reward_signals=(extrinsic,))
 
 
 def _our_key(learner: PPOLearner, key: str) -> str:
     """The reference's parameter name as ``ActorCritic`` calls it. Encoder parameters are named
-    ``<actor|critic>_encoder/<k>/<ML-Agents' name>``: ours is that encoder's k-th parameter."""
+    ``<actor|critic>_encoder/<k>/<ML-Agents' name>``: ours is that encoder's k-th parameter.
+    The critic's last layer ``critic.<2·layers>`` is ML-Agents' ``value_heads.extrinsic``."""
+    value_layer = f"critic.{len(learner.model.critic)}."  # the trunk holds 2·layers modules
+    if key.startswith(value_layer):
+        return "value_heads.extrinsic." + key[len(value_layer):]
     if "/" in key:
         encoder, k, _ = key.split("/", 2)
         names = [name for name, _ in getattr(learner.model, encoder).named_parameters()]

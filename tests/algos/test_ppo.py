@@ -40,11 +40,20 @@ def test_value_loss_clipping():
     returns = torch.tensor([2.0, 2.0])
     # sample 0: unclipped (1−2)² = 1, clipped (0.2−2)² = 3.24 -> 3.24 (no gradient to V);
     # sample 1: inside the clip range: (0.1−2)² = 3.61 for both.
-    loss = value_loss(new, old, returns, clip_coef=0.2, clip=True)
+    loss = value_loss(new, old, returns, clip_coef=0.2)
     assert loss.item() == pytest.approx((3.24 + 3.61) / 2)
     loss.backward()
     np.testing.assert_allclose(new.grad.numpy(), [0.0, 2 * (0.1 - 2) / 2], rtol=1e-6)
-    assert value_loss(new, old, returns, 0.2, clip=False).item() == pytest.approx((1 + 3.61) / 2)
+
+
+def test_value_loss_is_the_mean_over_value_heads():
+    """ML-Agents' trust_region_value_loss: each head's mean, then the mean over heads."""
+    old = torch.zeros(2, 2)
+    new = torch.tensor([[1.0, 0.0], [0.1, 0.0]])
+    returns = torch.tensor([[2.0, 1.0], [2.0, 3.0]])
+    head0 = (3.24 + 3.61) / 2          # the one-head example above
+    head1 = (1.0 + 9.0) / 2            # V = V_old = 0: (1 − 0)², (3 − 0)²
+    assert value_loss(new, old, returns, 0.2).item() == pytest.approx((head0 + head1) / 2)
 
 
 def test_linear_schedules_follow_ml_agents():

@@ -58,9 +58,9 @@ def test_hybrid_act_shapes_masks_and_log_probs():
 
 def test_hybrid_entropy_follows_ml_agents():
     """Mean over continuous dimensions of the Gaussian entropy + each branch's entropy."""
-    model = PPOLearner(3, HYBRID, PPOConfig(log_std_init=0.5), NetworkConfig(hidden_units=8),
-                       seed=0).model
+    model = PPOLearner(3, HYBRID, PPOConfig(), NetworkConfig(hidden_units=8), seed=0).model
     with torch.no_grad():
+        model.actor_logstd.fill_(0.5)
         dist = model.distribution(torch.zeros(1, 3))
         gaussian = 0.5 * np.log(2 * np.pi * np.e) + 0.5
         probs = [lp.exp() for lp in dist.categorical.log_probs]
@@ -73,7 +73,9 @@ def test_hybrid_ppo_learns_a_bandit_with_a_continuous_target_and_a_discrete_choi
     environment gets of the continuous sample (clamp(a, −3, 3) / 3)."""
     net = NetworkConfig(hidden_units=32, num_layers=1)
     # σ starts at e^-1: less of the clipping bias that a wide Gaussian has around 0.5
-    learner = PPOLearner(3, HYBRID, PPOConfig(**FAST, log_std_init=-1.0), net, seed=0)
+    learner = PPOLearner(3, HYBRID, PPOConfig(**FAST), net, seed=0)
+    with torch.no_grad():
+        learner.model.actor_logstd.fill_(-1.0)
     policy = PPOPolicy(3, HYBRID, net, seed=0)
     rng = np.random.default_rng(0)
     first = None

@@ -1,5 +1,5 @@
-"""PPO's defaults follow mlagents-learn 1.1.0 (docs/ppo.md); each project-only key brings back
-the earlier choice.  One test per item: env action clamp, per-action ratio, entropy, advantage
+"""PPO follows mlagents-learn 1.1.0 (docs/ppo.md); the project-only variants are gone.
+One test per item: env action clamp, per-action ratio, entropy, advantage
 normalisation, minibatches, network/optimiser, schedules on collected steps, value anchor."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch import nn
 
-from unity_rl.algorithms import ppo as ppo_module
+from unity_rl.algorithms.ppo import learner as ppo_module
 from unity_rl.algorithms.distributions import DiagGaussian, MaskedMultiCategorical
 from unity_rl.algorithms.encoders import Swish
 from unity_rl.algorithms.network_config import NetworkConfig
@@ -39,7 +39,7 @@ def _trajectories(policy: PPOPolicy, rng, n_traj: int, length: int, obs_dim: int
 
 def _pair(spec, cfg: PPOConfig, net: NetworkConfig = NET, obs_dim: int = 3):
     learner = PPOLearner(obs_dim, spec, cfg, net, seed=0)
-    policy = PPOPolicy(obs_dim, spec, net, seed=1, arch=cfg.arch)
+    policy = PPOPolicy(obs_dim, spec, net, seed=1)
     policy.load_weights(learner.weights())
     return learner, policy
 
@@ -74,7 +74,10 @@ def test_export_module_applies_the_same_clamp():
 
 
 def test_samples_are_stored_unclamped_with_their_log_prob():
-    learner, policy = _pair(CONTINUOUS2, PPOConfig(log_std_init=1.0))
+    learner, policy = _pair(CONTINUOUS2, PPOConfig())
+    with torch.no_grad():
+        learner.model.actor_logstd.fill_(1.0)
+    policy.load_weights(learner.weights())
     obs = np.zeros((2000, 3), np.float32)
     actions, logprobs, _ = policy.act(obs)
     assert np.abs(actions).max() > 3.0  # σ = e: samples beyond the clamp are kept as sampled
@@ -99,15 +102,14 @@ def test_per_action_ratio_on_known_numbers():
     assert joint.item() == pytest.approx((-1.2 + 0.8) / 2)
 
 
-@pytest.mark.parametrize("ratio,columns", [("per_action", 4), ("joint", 1)])
-def test_learner_takes_one_ratio_per_column(monkeypatch, ratio, columns):
+def test_learner_takes_one_ratio_per_column(monkeypatch):
     seen = []
     original = ppo_module.clipped_surrogate_loss
     monkeypatch.setattr(ppo_module, "clipped_surrogate_loss",
                         lambda new, old, adv, eps: seen.append(new.shape) or original(new, old, adv, eps))
-    learner, policy = _pair(HYBRID, PPOConfig(buffer_size=64, minibatch_size=32, policy_ratio=ratio))
+    learner, policy = _pair(HYBRID, PPOConfig(buffer_size=64, minibatch_size=32))
     learner.update(_trajectories(policy, np.random.default_rng(0), 4, 16))
-    assert seen and all(shape == (32, columns) for shape in seen)
+    assert seen and all(shape == (32, 4) for shape in seen)
 
 
 def test_joint_log_probs_are_refused_for_per_action_ratios():
@@ -116,9 +118,6 @@ def test_joint_log_probs_are_refused_for_per_action_ratios():
              _trajectories(policy, np.random.default_rng(0), 4, 16)]
     with pytest.raises(ValueError, match="log-prob columns"):
         learner.update(trajs)
-    joint = PPOLearner(3, CONTINUOUS2, PPOConfig(buffer_size=64, minibatch_size=32,
-                                                 policy_ratio="joint"), NET, seed=0)
-    assert np.isfinite(joint.update(trajs)["Losses/Policy Loss"])
 
 
 # 3. entropy ------------------------------------------------------------------------------------
@@ -128,8 +127,6 @@ def test_gaussian_entropy_is_the_mean_over_dimensions():
     per_dim = 0.5 * np.log(2 * np.pi * np.e) + log_std.numpy()
     dist = DiagGaussian(torch.zeros(3, 2), log_std)
     np.testing.assert_allclose(dist.entropy().numpy(), per_dim.mean(), rtol=1e-6)
-    summed = DiagGaussian(torch.zeros(3, 2), log_std, "sum")
-    np.testing.assert_allclose(summed.entropy().numpy(), per_dim.sum(), rtol=1e-6)
     assert dist.log_prob(torch.zeros(3, 2)).shape == (3, 2)
 
 
@@ -144,35 +141,30 @@ def test_categorical_entropy_is_summed_over_branches_and_log_probs_kept_per_bran
 
 # 4. advantages normalised over the buffer ------------------------------------------------------
 
-@pytest.mark.parametrize("scope", ["buffer", "minibatch"])
-def test_advantage_normalisation_scope(monkeypatch, scope):
+def test_advantages_are_normalised_once_over_the_buffer(monkeypatch):
     seen = []
     original = ppo_module.clipped_surrogate_loss
     monkeypatch.setattr(ppo_module, "clipped_surrogate_loss",
                         lambda new, old, adv, eps: seen.append(adv.detach().clone()) or original(new, old, adv, eps))
-    cfg = PPOConfig(buffer_size=64, minibatch_size=16, num_epochs=1, adv_norm_scope=scope)
+    cfg = PPOConfig(buffer_size=64, minibatch_size=16, num_epochs=1)
     learner, policy = _pair(CONTINUOUS2, cfg)
     learner.update(_trajectories(policy, np.random.default_rng(0), 4, 16))
     assert len(seen) == 4
     whole = torch.cat(seen).double()
-    if scope == "buffer":  # one normalisation over the 64 rows; minibatches are not each N(0, 1)
-        assert whole.mean().item() == pytest.approx(0.0, abs=1e-6)
-        assert whole.std(unbiased=False).item() == pytest.approx(1.0, abs=1e-5)
-        assert max(abs(mb.mean().item()) for mb in seen) > 0.05
-    else:
-        for mb in seen:
-            assert mb.mean().item() == pytest.approx(0.0, abs=1e-5)
+    # one normalisation over the 64 rows; minibatches are not each N(0, 1)
+    assert whole.mean().item() == pytest.approx(0.0, abs=1e-6)
+    assert whole.std(unbiased=False).item() == pytest.approx(1.0, abs=1e-5)
+    assert max(abs(mb.mean().item()) for mb in seen) > 0.05
 
 
 # 5. minibatches of exactly batch_size rows -----------------------------------------------------
 
 def test_minibatches_are_exact_and_the_remainder_is_dropped():
     b_inds = np.random.default_rng(0).permutation(70)
-    batches = minibatch_indices(b_inds, 16, "drop")
+    batches = minibatch_indices(b_inds, 16)
     assert [len(b) for b in batches] == [16, 16, 16, 16]  # 70 // 16, 6 rows left out
     np.testing.assert_array_equal(np.concatenate(batches), b_inds[:64])
-    assert [len(b) for b in minibatch_indices(b_inds, 16, "spread")] == [18, 18, 17, 17]
-    assert [len(b) for b in minibatch_indices(b_inds[:10], 16, "drop")] == [10]
+    assert [len(b) for b in minibatch_indices(b_inds[:10], 16)] == [10]
 
 
 def test_update_runs_buffer_over_batch_gradient_steps(monkeypatch):
@@ -189,49 +181,56 @@ def test_network_is_ml_agents_swish_and_initialisation():
     net = NetworkConfig(hidden_units=256, num_layers=2)
     learner = PPOLearner(400, HYBRID, PPOConfig(), net, seed=0)
     model = learner.model
-    assert [type(m) for m in model.critic] == [nn.Linear, Swish, nn.Linear, Swish, nn.Linear]
+    assert [type(m) for m in model.critic] == [nn.Linear, Swish, nn.Linear, Swish]
+    assert list(model.value_heads) == ["extrinsic"]
     first, second = model.actor_head[0].weight, model.actor_head[2].weight
     assert first.std().item() == pytest.approx(1 / np.sqrt(400), rel=0.05)   # Kaiming, linear gain
     assert second.std().item() == pytest.approx(1 / np.sqrt(256), rel=0.05)
     head = model.actor_head[-1].weight
     assert head[:2].std().item() == pytest.approx(0.2 / 16, rel=0.2)       # Gaussian means, gain 0.2
     assert head[2:].std().item() == pytest.approx(0.1 / 16, rel=0.2)       # branch logits, gain 0.1
-    value = model.critic[-1].weight                                          # Xavier uniform
+    value = model.value_heads["extrinsic"].weight                            # Xavier uniform
     assert value.abs().max().item() <= np.sqrt(6 / (256 + 1)) + 1e-6
     assert all(not m.bias.abs().sum() for m in model.modules() if isinstance(m, nn.Linear))
     assert torch.equal(model.actor_logstd.detach(), torch.zeros(2))
     group = learner.optimizer.param_groups[0]
-    assert group["eps"] == 1e-8 and learner.cfg.max_grad_norm == 0.0
-    legacy = PPOLearner(4, HYBRID, PPOConfig(activation="tanh", weight_init="orthogonal",
-                                             adam_eps=1e-5), NET, seed=0)
-    assert isinstance(legacy.model.critic[1], nn.Tanh)
-    assert legacy.optimizer.param_groups[0]["eps"] == 1e-5
+    assert group["eps"] == 1e-8
 
 
-def test_no_gradient_clipping_by_default(monkeypatch):
+def test_no_gradient_clipping(monkeypatch):
     calls = []
     monkeypatch.setattr(nn.utils, "clip_grad_norm_", lambda *a, **k: calls.append(a))
     learner, policy = _pair(CONTINUOUS2, PPOConfig(buffer_size=64, minibatch_size=32))
     learner.update(_trajectories(policy, np.random.default_rng(0), 4, 16))
     assert not calls
-    clipped, policy = _pair(CONTINUOUS2, PPOConfig(buffer_size=64, minibatch_size=32,
-                                                   max_grad_norm=0.5))
-    clipped.update(_trajectories(policy, np.random.default_rng(0), 4, 16))
-    assert calls
 
 
-def test_arch_travels_with_the_weights_and_legacy_weights_load_as_before():
-    learner = PPOLearner(3, CONTINUOUS2, PPOConfig(activation="tanh", action_clip="unit"), NET, seed=0)
-    policy = PPOPolicy(3, CONTINUOUS2, NET)
-    assert policy.arch["activation"] == "swish"
-    policy.load_weights(learner.weights())
-    assert policy.arch == learner.cfg.arch and isinstance(policy.model.critic[1], nn.Tanh)
-    old = learner.weights()
-    del old["arch"]  # written before the arch was recorded: Tanh network, clip to ±1
+def test_earlier_versions_weights_still_load_for_acting_and_export_but_not_for_resuming():
+    """Weights without an ``arch`` were trained by the earlier Tanh / orthogonal / ±1 network with
+    one value layer ``critic.<2·layers>``: a policy rebuilds that network (clip to ±1); a learner
+    refuses to resume from them. The one-head layout of the ML-Agents network loads everywhere."""
+    from unity_rl.algorithms.ppo.model import ActorCritic
+    legacy_model = ActorCritic(3, CONTINUOUS2, NET, activation="tanh", weight_init="orthogonal")
+    state = {k.replace("value_heads.extrinsic.", f"critic.{2 * NET.num_layers}."): v
+             for k, v in legacy_model.state_dict().items()}
+    old = {"model": state, "normalizer": None, "version": 3, "obs_shapes": [(3,)]}
     fresh = PPOPolicy(3, CONTINUOUS2, NET)
     fresh.load_weights(old)
     assert fresh.arch["action_clip"] == "unit" and isinstance(fresh.model.critic[1], nn.Tanh)
     np.testing.assert_allclose(fresh.env_actions(np.array([[2.0, -0.5]], np.float32)), [[1.0, -0.5]])
+    torch.testing.assert_close(fresh.model.value_heads["extrinsic"].weight,
+                               state[f"critic.{2 * NET.num_layers}.weight"])
+    learner = PPOLearner(3, CONTINUOUS2, PPOConfig(), NET, seed=0)
+    one_head = learner.state_dict()
+    one_head["model"] = {k.replace("value_heads.extrinsic.", f"critic.{2 * NET.num_layers}."): v
+                         for k, v in one_head["model"].items()}
+    del one_head["value_heads"], one_head["reward_signals"]   # the one-head layout of earlier checkpoints
+    resumed = PPOLearner(3, CONTINUOUS2, PPOConfig(), NET, seed=1)
+    resumed.load_state_dict(one_head)
+    for k, v in learner.model.state_dict().items():
+        torch.testing.assert_close(resumed.model.state_dict()[k], v)
+    with pytest.raises(ValueError, match="not resumed"):
+        resumed.load_state_dict({**one_head, "arch": None})
 
 
 # 7. schedules on steps collected ---------------------------------------------------------------
@@ -248,11 +247,6 @@ def test_schedules_follow_collected_steps():
     fresh, policy = _pair(CONTINUOUS2, cfg)
     metrics = fresh.update(_trajectories(policy, np.random.default_rng(0), 4, 16))
     assert metrics["Policy/Epsilon"] == pytest.approx(decayed(0.2, 0.1, "linear", 64, 10_000))
-    trained, policy = _pair(CONTINUOUS2, PPOConfig(buffer_size=64, minibatch_size=32,
-                                                   max_steps=10_000, schedule_steps="trained"))
-    metrics = trained.update(_trajectories(policy, np.random.default_rng(0), 4, 16),
-                             collected_steps=5000)
-    assert metrics["Policy/Epsilon"] == pytest.approx(0.2)
 
 
 def test_host_counts_every_segment_it_is_given_for_the_schedules():
@@ -282,7 +276,7 @@ def test_value_anchor_is_the_pre_update_critic(monkeypatch):
     anchors = []
     original = ppo_module.value_loss
     monkeypatch.setattr(ppo_module, "value_loss",
-                        lambda new, old, ret, eps, clip: anchors.append(old) or original(new, old, ret, eps, clip))
+                        lambda new, old, ret, eps: anchors.append(old) or original(new, old, ret, eps))
     learner, policy = _pair(CONTINUOUS2, PPOConfig(buffer_size=64, minibatch_size=64, num_epochs=2))
     trajs = _trajectories(policy, np.random.default_rng(0), 4, 16)
     trajs = [t._replace(values=np.full_like(t.values, 123.0)) for t in trajs]  # stale: ignored
@@ -291,7 +285,7 @@ def test_value_anchor_is_the_pre_update_critic(monkeypatch):
         before = learner.model.get_value(obs)
     learner.update(trajs)
     assert len(anchors) == 2
-    torch.testing.assert_close(torch.sort(anchors[1]).values, torch.sort(before).values)
+    torch.testing.assert_close(torch.sort(anchors[1].flatten()).values, torch.sort(before.flatten()).values)
 
 
 # the Basic corridor (Unity's Basic.yaml unchanged) ---------------------------------------------

@@ -32,7 +32,7 @@ def two_config(base_port: int, *, mode: str, basic_steps: int, ball_steps: int,
                                 summary_freq=1000)
     if ball_trainer == "ddpg":
         from unity_rl.algorithms.ddpg.learner import DDPGConfig
-        ball = dataclasses.replace(ball, trainer_type="ddpg", reward_strength=1.0,
+        ball = dataclasses.replace(ball, trainer_type="ddpg",
                                    hyperparameters=DDPGConfig(warmup_steps=500, batch_size=64,
                                                               buffer_size=20_000))
     return dataclasses.replace(cfg, behaviors=FrozenMap({"3DBall": ball, "Basic": basic}))

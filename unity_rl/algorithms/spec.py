@@ -51,8 +51,9 @@ class TrainerTypeSpec:
     fill_defaults: Callable[[dict], dict] | None = None
     """ML-Agents' key defaults that depend on other keys, applied to the raw YAML mapping before it
     is read (PPO: beta and epsilon schedules follow learning_rate_schedule)."""
-    from_elsewhere: tuple[str, ...] = ("gamma", "reward_scale", "max_steps")
-    """Fields of ``hyperparameters`` that other YAML keys fill (reward_signals, max_steps)."""
+    from_elsewhere: tuple[str, ...] = ("gamma", "max_steps")
+    """Fields of ``hyperparameters`` that other YAML keys fill (reward_signals.extrinsic.gamma for
+    one-discount learners, max_steps)."""
 
     def make_algorithm(self, run_cfg: Any, section: str, behavior_cfg: Any):
         """The runtime ``Algorithm`` of one config section (imports torch)."""

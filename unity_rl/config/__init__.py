@@ -33,7 +33,7 @@ One format, the one ``mlagents-learn`` reads, so that its users keep their files
 Strictness (as ML-Agents' ``strict_to_cls``, with better messages): an unknown key, a value of
 the wrong type or out of range raises ``ConfigError`` naming the file, the section path (e.g.
 ``behaviors.3DBall.hyperparameters``) and the key, and saying what is accepted.  ML-Agents
-features that unity_rl does not implement (curiosity, GAIL, RND, memory, behavioral cloning,
+features that unity_rl does not implement (the curiosity, GAIL and RND reward signals, memory, behavioral cloning,
 self-play, ...) are refused by name; only the values that mean "feature off" (``memory: null``,
 ...) are accepted; ``threaded`` is accepted either way (it changes nothing here). Every
 ``vis_encode_type`` is implemented (``unity_rl.algorithms.encoders``).
@@ -44,8 +44,10 @@ The package splits by concern: ``sections`` (the dataclasses), ``keys`` (YAML ke
 ``hyperparameters`` are read by the trainer type's spec (``unity_rl.algorithms.registry``): its
 torch-free config dataclass and YAML keys. PPO keeps ML-Agents' keys and lands in ``PPOConfig``,
 whose fields carry the paper's names (``epsilon`` -> ``clip_coef``, ``lambd`` -> ``gae_lambda``,
-``beta`` -> ``ent_coef``...).  The discount comes from ``reward_signals.extrinsic.gamma`` as in
-ML-Agents. Importing this package imports no torch.
+``beta`` -> ``ent_coef``...).  ``reward_signals`` load as one ``RewardSignalConfig`` per entry
+(name, gamma, strength, network_settings; ``unity_rl.algorithms.reward_signals``), held by the
+behavior in YAML order; curiosity, GAIL and RND are refused by name until they are registered.
+Importing this package imports no torch.
 
 YAML floats: PyYAML reads ``3e-4`` (no dot) as a *string*; ML-Agents' loader converts it
 silently.  We read such numbers as floats (YAML 1.2 rules), so the same files load.

@@ -37,7 +37,10 @@ def _dump_behavior(b: BehaviorConfig) -> dict:
         "trainer_type": b.trainer_type,
         "hyperparameters": {key: _plain(getattr(hp, f)) for key, f in hp_keys.items()},
         "network_settings": {key: getattr(b.network_settings, f) for key, f in NETWORK_KEYS.items()},
-        "reward_signals": {"extrinsic": {"gamma": hp.gamma, "strength": b.reward_strength}},
+        "reward_signals": {s.name: {"gamma": s.gamma, "strength": s.strength,
+                                    "network_settings": {key: getattr(s.network_settings, f)
+                                                         for key, f in NETWORK_KEYS.items()}}
+                           for s in b.reward_signals},
         "max_steps": b.max_steps,
         "time_horizon": b.time_horizon,
         "summary_freq": b.summary_freq,

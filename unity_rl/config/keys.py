@@ -37,7 +37,6 @@ UNSUPPORTED: dict[str, dict[str, tuple]] = {
     "behavior": {"init_path": (None,), "self_play": (None,),
                  "behavioral_cloning": (None,), "framework": ("pytorch",)},
     "network": {"memory": (None,), "goal_conditioning_type": ("hyper",), "deterministic": (False,)},
-    "reward_signals": {"curiosity": (), "gail": (), "rnd": ()},
     "checkpoint": {"load_model": (False,), "train_model": (False,)},
     "top": {"curriculum": (), "parameter_randomization": ()},
 }

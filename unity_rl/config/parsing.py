@@ -20,6 +20,8 @@ import yaml
 
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.envs.settings import LaunchSettings
+from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
+from unity_rl.algorithms.reward_signals.registry import MLAGENTS_REWARD_SIGNALS, reward_signal_names
 from unity_rl.config.keys import (
     BEHAVIOR_KEYS,
     CHECKPOINT_KEYS,
@@ -227,35 +229,34 @@ def _parse_network(raw: Any, where: Where) -> NetworkConfig:
     return _build(NetworkConfig, kwargs, where, NETWORK_KEYS)
 
 
-def _parse_reward_signals(raw: Any, where: Where) -> tuple[float, float, Where]:
-    """-> (gamma, strength, where of extrinsic)."""
+REWARD_SIGNAL_KEYS = {"gamma": "gamma", "strength": "strength"}
+"""YAML keys of one ``reward_signals.<name>`` entry besides ``network_settings`` (ML-Agents'
+``RewardSignalSettings``; learned signals will add their own)."""
+
+
+def _parse_reward_signals(raw: Any, where: Where) -> tuple[RewardSignalConfig, ...]:
+    """``reward_signals`` -> one ``RewardSignalConfig`` per entry, in YAML order (ML-Agents' order
+    of the value heads); absent or null: ML-Agents' default, extrinsic only."""
+    if raw is None:
+        return EXTRINSIC_ONLY
     raw = _mapping(raw, where)
-    for key, value in raw.items():
-        if key in UNSUPPORTED["reward_signals"]:
-            raise where.error(key, f"reward signal '{key}' {NOT_SUPPORTED}: only 'extrinsic' is supported")
-        if key != "extrinsic":
-            raise where.error(key, "unknown reward signal. Accepted keys: extrinsic")
-    if "extrinsic" not in raw:
-        raise where.error("extrinsic", "missing: unity_rl trains on the extrinsic reward, so "
-                                       "reward_signals must contain 'extrinsic'")
-    ext_where = where.child("extrinsic")
-    ext = _mapping(raw["extrinsic"], ext_where)
-    keys = {"gamma": float, "strength": float}
-    values = {"gamma": 0.99, "strength": 1.0}
-    for key, value in ext.items():
-        if key == "network_settings":
-            # ML-Agents writes it for every signal but uses it only for learned rewards
-            # (curiosity, GAIL, RND): checked, then unused, as there.
-            _parse_network(value, ext_where.child("network_settings"))
-            continue
-        if key not in keys:
-            raise ext_where.error(key, "unknown key. Accepted keys: gamma, network_settings, strength")
-        values[key] = coerce(value, keys[key], ext_where, key)
-    if not 0.0 <= values["gamma"] <= 1.0:
-        raise ext_where.error("gamma", f"must be in [0, 1], got {values['gamma']!r}")
-    if not values["strength"] > 0:
-        raise ext_where.error("strength", f"must be > 0, got {values['strength']!r}")
-    return values["gamma"], values["strength"], ext_where
+    known = reward_signal_names()
+    signals = []
+    for name, value in raw.items():
+        if name not in known:
+            accepted = ", ".join(known)
+            if name in MLAGENTS_REWARD_SIGNALS:
+                raise where.error(name, f"reward signal '{name}' {NOT_SUPPORTED} yet; accepted: {accepted}")
+            raise where.error(name, f"unknown reward signal. Accepted keys: {accepted}")
+        here = where.child(name)
+        entry = _mapping(value, here)
+        kwargs = _read_keys(entry, RewardSignalConfig, REWARD_SIGNAL_KEYS, here, skip=("network_settings",))
+        kwargs["network_settings"] = _parse_network(entry.get("network_settings"),
+                                                    here.child("network_settings"))
+        signals.append(_build(RewardSignalConfig, {"name": name, **kwargs}, here, REWARD_SIGNAL_KEYS))
+    if not signals:
+        raise where.error("extrinsic", "missing: reward_signals needs at least one signal (ML-Agents' default: extrinsic)")
+    return tuple(signals)
 
 
 def _parse_behavior(raw: Any, where: Where) -> BehaviorConfig:
@@ -280,25 +281,28 @@ def _parse_behavior(raw: Any, where: Where) -> BehaviorConfig:
         hp_raw = spec.fill_defaults(hp_raw)
     hp_kwargs = _read_keys(hp_raw, hp_cls, hp_keys, hp_where, spec.off_values)
 
-    gamma, strength, ext_where = _parse_reward_signals(
-        raw.get("reward_signals", {"extrinsic": {}}), where.child("reward_signals"))
-    hp_kwargs["gamma"] = gamma
+    rs_where = where.child("reward_signals")
+    signals = _parse_reward_signals(raw.get("reward_signals"), rs_where)
     hp_fields = {f.name for f in dataclasses.fields(hp_cls)}
     max_steps = kwargs.get("max_steps", BehaviorConfig.max_steps)
     if "max_steps" in hp_fields:
         hp_kwargs["max_steps"] = max_steps
-    if "reward_scale" in hp_fields:
-        hp_kwargs["reward_scale"] = strength
-    elif strength != 1.0:
-        raise ext_where.error("strength", f"must be 1.0 with trainer_type {trainer_type!r} "
-                                          f"(it has no reward scaling), got {strength!r}")
-    elsewhere = {"gamma": (ext_where, "gamma"), "reward_scale": (ext_where, "strength"),
-                 "max_steps": (where, "max_steps")}
+    elsewhere = {"max_steps": (where, "max_steps")}
+    if "gamma" in hp_fields:
+        # a one-discount learner (DDPG): the extrinsic reward alone, unscaled
+        if [s.name for s in signals] != ["extrinsic"]:
+            raise rs_where.error(None, f"trainer_type {trainer_type!r} learns from the extrinsic "
+                                       f"reward alone, got {', '.join(s.name for s in signals)}")
+        if signals[0].strength != 1.0:
+            raise rs_where.child("extrinsic").error(
+                "strength", f"must be 1.0 with trainer_type {trainer_type!r} (it has no reward "
+                            f"scaling), got {signals[0].strength!r}")
+        hp_kwargs["gamma"] = signals[0].gamma
+        elsewhere["gamma"] = (rs_where.child("extrinsic"), "gamma")
     kwargs["hyperparameters"] = _build(hp_cls, hp_kwargs, hp_where, hp_keys, elsewhere)
     kwargs["network_settings"] = _parse_network(raw.get("network_settings"), where.child("network_settings"))
-    kwargs["reward_strength"] = strength
-    return _build(BehaviorConfig, kwargs, where, BEHAVIOR_KEYS,
-                  {"reward_strength": (ext_where, "strength")})
+    kwargs["reward_signals"] = signals
+    return _build(BehaviorConfig, kwargs, where, BEHAVIOR_KEYS, {"reward_signals": (rs_where, None)})
 
 
 def _parse_environment_parameter(raw: Any, where: Where, name: str) -> EnvironmentParameter:

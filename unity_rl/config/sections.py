@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 
 from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
+from unity_rl.algorithms.reward_signals.registry import reward_signal_names
 from unity_rl.algorithms.registry import trainer_type, trainer_type_names
 from unity_rl.envs.settings import LaunchSettings
 
@@ -89,12 +91,12 @@ class BehaviorConfig:
     trainer_type: str = "ppo"
     """Learning algorithm: a name in ``unity_rl.algorithms.registry.TRAINER_TYPES``."""
     hyperparameters: Any = None
-    """The trainer type's config dataclass (its ``SPEC.hyperparameters``; None: its defaults;
-    gamma comes from reward_signals.extrinsic.gamma)."""
+    """The trainer type's config dataclass (its ``SPEC.hyperparameters``; None: its defaults)."""
     network_settings: NetworkConfig = field(default_factory=NetworkConfig)
     """Network size and observation normalisation."""
-    reward_strength: float = 1.0
-    """reward_signals.extrinsic.strength: multiplier of the environment reward."""
+    reward_signals: tuple[RewardSignalConfig, ...] = EXTRINSIC_ONLY
+    """``reward_signals``: one entry per signal (name, gamma, strength, network_settings), in YAML
+    order, which is the order of PPO's value heads (ML-Agents')."""
     max_steps: int = 500_000
     """Agent-steps to train for (all agents of the behavior together)."""
     time_horizon: int = 64
@@ -125,27 +127,44 @@ class BehaviorConfig:
                      "keep_checkpoints"):
             value = getattr(self, name)
             check_field(is_int(value) and value >= 1, "behavior", name, "an int >= 1", value)
-        check_field(self.reward_strength > 0, "behavior", "reward_strength", "> 0", self.reward_strength)
+        names = [getattr(signal, "name", None) for signal in self.reward_signals]
+        known = reward_signal_names()
+        check_field(isinstance(self.reward_signals, tuple) and names and len(set(names)) == len(names)
+                    and all(isinstance(signal, RewardSignalConfig) and signal.name in known
+                            for signal in self.reward_signals),
+                    "behavior", "reward_signals",
+                    f"a non-empty tuple of RewardSignalConfig with distinct names among {known}", names)
         hp = self.hyperparameters
         if self.even_checkpoints:
             object.__setattr__(self, "checkpoint_interval", max(1, self.max_steps // self.keep_checkpoints))
-        # max_steps and the reward strength are behavior-level keys in the YAML; the learner's
-        # config carries copies where it has such fields (PPO's schedules, reward scaling).
+        # max_steps is a behavior-level key in the YAML; the learner's config carries a copy where
+        # it has the field (PPO's schedules).
         if hasattr(hp, "max_steps") and hp.max_steps != self.max_steps:
             object.__setattr__(self, "hyperparameters", dataclasses.replace(hp, max_steps=self.max_steps))
         hp = self.hyperparameters
-        if hasattr(hp, "reward_scale"):
-            if hp.reward_scale != self.reward_strength:
-                object.__setattr__(self, "hyperparameters",
-                                   dataclasses.replace(hp, reward_scale=self.reward_strength))
-        elif self.reward_strength != 1.0:
-            raise ValueError(f"behavior.reward_strength must be 1.0 with trainer_type "
-                             f"{self.trainer_type!r} (it has no reward scaling), got {self.reward_strength!r}")
+        if hasattr(hp, "gamma"):
+            # A one-discount learner (DDPG): its own gamma, the extrinsic reward alone, unscaled.
+            check_field(names == ["extrinsic"] and self.reward_signals[0].strength == 1.0, "behavior",
+                        "reward_signals", f"extrinsic alone with strength 1.0 for trainer_type "
+                        f"{self.trainer_type!r} (it has one discount and no reward scaling)", names)
+            if self.reward_signals[0].gamma != hp.gamma:
+                object.__setattr__(self, "reward_signals",
+                                   (dataclasses.replace(self.reward_signals[0], gamma=hp.gamma),))
+
+    def signal(self, name: str) -> RewardSignalConfig | None:
+        """The reward signal called ``name``, or None."""
+        return next((s for s in self.reward_signals if s.name == name), None)
+
+    @property
+    def reward_strength(self) -> float:
+        """reward_signals.extrinsic.strength (1.0 without an extrinsic signal)."""
+        extrinsic = self.signal("extrinsic")
+        return 1.0 if extrinsic is None else extrinsic.strength
 
     @property
     def gamma(self) -> float:
-        """The discount (reward_signals.extrinsic.gamma)."""
-        return self.hyperparameters.gamma
+        """The extrinsic reward's discount (reward_signals.extrinsic.gamma; else the first signal's)."""
+        return (self.signal("extrinsic") or self.reward_signals[0]).gamma
 
 
 SamplerType = Literal["constant", "uniform", "gaussian", "multirangeuniform"]

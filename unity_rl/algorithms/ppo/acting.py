@@ -12,7 +12,7 @@ from unity_rl.algorithms.network_config import NetworkConfig
 
 def ppo_policy(obs_shapes: Sequence[tuple[int, ...]], action_spec: Any, seed: int, *,
                network_cfg: NetworkConfig, arch: dict | None = None):
-    """A ``PPOPolicy`` (weights arrive later with ``load_weights``; ``arch``: PPOConfig.arch)."""
+    """A ``PPOPolicy`` (weights arrive later with ``load_weights``, which bring their ``arch``)."""
     from unity_rl.algorithms.ppo.learner import PPOPolicy
 
     return PPOPolicy(obs_shapes, action_spec, network_cfg, seed=seed, arch=arch)

@@ -16,7 +16,8 @@ def _weights(state: dict) -> dict:
     learner = state["learner"]
     return {"model": learner["model"], "normalizer": learner["normalizer"],
             "version": learner.get("version", 0), "obs_shapes": learner.get("obs_shapes"),
-            "arch": learner.get("arch")}  # None (older files): PPOPolicy's LEGACY_ARCH
+            "arch": learner.get("arch"),  # None (older files): PPOPolicy's LEGACY_ARCH
+            "value_heads": learner.get("value_heads")}  # None (one-head files): extrinsic
 
 
 def load_policy_module(state: dict, action_layout: Any, network_cfg: Any) -> nn.Module:

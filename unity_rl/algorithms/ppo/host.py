@@ -10,17 +10,23 @@ The host keeps a rollout buffer in front of the pure ``PPOLearner``:
   the correction (as in APPO / Sample Factory), and the learner recomputes values with its
   current critic before GAE;
 - ``ready()``: the buffer holds at least ``buffer_size`` agent-steps (ML-Agents' trigger);
-- ``train(sync)``: one PPO update on the whole buffer, then the version moves on. The learner
-  gets the agent-steps *collected* so far (every segment given to ``accept``, kept or dropped,
-  this buffer included), which drive its schedules as ML-Agents' trainer step.
+- ``train(sync)``: one PPO update on the whole buffer, then each auxiliary update
+  (``unity_rl.algorithms.auxiliary.AuxiliaryUpdate``: the learner's reward signals that train,
+  then the host's own, e.g. behavioral cloning later) on the same buffer, their metrics merged
+  into the update's; then the version moves on. The learner gets the agent-steps *collected* so
+  far (every segment given to ``accept``, kept or dropped, this buffer included), which drive its
+  schedules as ML-Agents' trainer step.
 
 The buffer is not part of checkpoints: a resumed run refills it (at most one buffer of
-experience is collected again).
+experience is collected again). The host's auxiliary updates are (``"auxiliary"``: name ->
+state); the learner checkpoints its reward signals itself.
 """
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
+from unity_rl.algorithms.auxiliary import AuxiliaryUpdate
 from unity_rl.algorithms.ppo.learner import PPOLearner
 from unity_rl.algorithms.types import Segment, Trajectory
 from unity_rl.runtime.algorithm import Algorithm, BehaviorPlan, HostContext
@@ -31,8 +37,14 @@ from unity_rl.algorithms.ppo.acting import ppo_policy
 class PPOHost:
     """One behavior's PPO learner and rollout buffer (fits ``algorithm.LearnerHost``)."""
 
-    def __init__(self, learner: PPOLearner, *, buffer_steps: int, drop_lag: int | None):
+    def __init__(self, learner: PPOLearner, *, buffer_steps: int, drop_lag: int | None,
+                 auxiliary: Sequence[AuxiliaryUpdate] = ()):
         self.learner = learner
+        self.auxiliary = list(auxiliary)
+        """The host's own auxiliary updates (checkpointed here), run after the learner's signals'."""
+        names = [a.name for a in self.auxiliary]
+        if len(set(names)) != len(names):
+            raise ValueError(f"auxiliary update names must be unique, got {names}")
         self.buffer_steps = buffer_steps
         self.drop_lag = drop_lag
         """Largest lag kept (None: keep everything, the sync wiring)."""
@@ -58,12 +70,21 @@ class PPOHost:
 
     def train(self, sync: bool) -> dict[str, float]:
         trajectories, self._buffer, self._buffered_steps = self._buffer, [], 0
-        metrics = (dict(self.learner.update(trajectories, collected_steps=self.collected_steps))
-                   if trajectories else {})
+        metrics: dict[str, float] = {}
+        if trajectories:
+            metrics.update(self.learner.update(trajectories, collected_steps=self.collected_steps))
+            for aux in self.auxiliary_updates():
+                metrics.update(aux.update(trajectories))
         metrics["Policy/Dropped Segments"] = float(self._dropped)
         self._dropped = 0
         self.version += 1
         return metrics
+
+    def auxiliary_updates(self) -> list:
+        """What runs after each PPO update, in order: the learner's reward signals that train
+        (those with an ``update``), then the host's own auxiliary updates."""
+        signals = getattr(self.learner, "reward_signals", ())  # a stand-in learner may have none
+        return [s for s in signals if s.update is not None] + self.auxiliary
 
     def weights(self) -> dict:
         return self.learner.weights()
@@ -75,12 +96,18 @@ class PPOHost:
         return self.learner.export_module()
 
     def state_dict(self) -> dict:
-        """The learner's state (what ``export.load_policy`` reads) plus the host's version."""
-        return {**self.learner.state_dict(), "host_version": self.version}
+        """The learner's state (what ``export.load_policy`` reads), the host's version and its
+        auxiliary updates' states."""
+        return {**self.learner.state_dict(), "host_version": self.version,
+                "auxiliary": {a.name: a.state_dict() for a in self.auxiliary}}
 
     def load_state_dict(self, state: dict) -> None:
         self.learner.load_state_dict(state)
         self.version = int(state["host_version"])
+        saved = state.get("auxiliary") or {}
+        for aux in self.auxiliary:
+            if aux.name in saved:
+                aux.load_state_dict(saved[aux.name])
         self.collected_steps = self.learner.agent_steps_collected
 
     def restart_counters(self) -> None:
@@ -100,8 +127,7 @@ class PPOAlgorithm(Algorithm):
         rl = self.run_cfg.unity_rl
         return BehaviorPlan(
             policy_factory=functools.partial(ppo_policy,
-                                             network_cfg=self.behavior_cfg.network_settings,
-                                             arch=self.behavior_cfg.hyperparameters.arch),
+                                             network_cfg=self.behavior_cfg.network_settings),
             segment_steps=rl.resolve_segment_steps(self.behavior_cfg),
             time_horizon=self.behavior_cfg.time_horizon,
             cut_at_segment_end=rl.trajectory_cuts == "segment")
@@ -109,6 +135,7 @@ class PPOAlgorithm(Algorithm):
     def make_host(self, info: BehaviorInfo, ctx: HostContext) -> PPOHost:
         cfg = self.behavior_cfg
         learner = PPOLearner(info.obs_shapes, info.action_spec, cfg.hyperparameters,
-                             cfg.network_settings, device=ctx.device, seed=ctx.seed)
+                             cfg.network_settings, device=ctx.device, seed=ctx.seed,
+                             reward_signals=cfg.reward_signals)
         return PPOHost(learner, buffer_steps=cfg.hyperparameters.buffer_size,
                        drop_lag=ctx.max_policy_lag if ctx.mode == "async" else None)

@@ -3,7 +3,7 @@
 Two roles share one network class:
 - ``PPOPolicy`` lives in an actor: it acts on a batch of observations (any number of agents, in
   any order: rows are independent) and loads the weights the learner publishes.
-- ``PPOLearner`` owns the authoritative network, optimiser and observation normaliser; it turns a
+- ``PPOLearner`` owns the network, optimiser, observation normaliser and reward signals; it turns a
   list of ``Trajectory`` into one PPO update and returns metrics named like ML-Agents' TensorBoard
   tags.  It performs no I/O, starts no process or thread of its own and sets no process-wide
   torch state (no global seed, no thread count).
@@ -12,7 +12,7 @@ Observations: flat float32 rows (every observation flattened, in BehaviorSpec or
 take the observation *shapes* and split rows inside the network (``encoders.py``: images through
 the ``vis_encode_type`` encoder, vectors as they are; only vector columns are normalised).
 
-By default the algorithm is mlagents-learn 1.1.0's PPO (a user's ML-Agents YAML assumes it;
+The algorithm is mlagents-learn 1.1.0's PPO (a user's ML-Agents YAML assumes it;
 docs/ppo.md), each choice read in its source (``mlagents/trainers/...``):
 - separate actor and critic trunks (``shared_critic: false``), Swish activations, ML-Agents'
   initialisation (``torch_entities/layers.py``, see ``ppo_model``), Adam with torch's default eps
@@ -26,25 +26,29 @@ docs/ppo.md), each choice read in its source (``mlagents/trainers/...``):
 - log-probabilities per action dimension / branch and one ratio per column, advantages
   broadcast (``ActionLogProbs.flatten``, ``ModelUtils.trust_region_policy_loss``); entropy the
   mean over continuous dimensions plus each branch's (``ActionModel.evaluate``);
-- values of ``obs`` and ``last_obs`` computed with the current critic before GAE (ML-Agents'
+- one value head per reward signal (``reward_signals``, ML-Agents' ``ValueHeads``); values of
+  ``obs`` and ``last_obs`` computed with the current critic before GAE (ML-Agents'
   ``_process_trajectory`` calls ``get_trajectory_value_estimates`` with the critic of the moment,
   which is the pre-update critic of this buffer); they are also the value-clipping anchor;
+- per signal k: rewards r_k = provider.rewards(trajectory) · strength_k, GAE with that signal's
+  γ_k; the policy's advantage is the **mean** of the signals' advantages and each head regresses
+  on its own returns (``ppo/trainer.py`` ``_process_trajectory``); the value loss is the mean over
+  heads (``trust_region_value_loss``);
 - advantages normalised once over the whole buffer (``on_policy_trainer._update_policy``), then
   ``num_epoch`` passes of ``len // batch_size`` minibatches of exactly ``batch_size`` rows, the
   remainder dropped (``buffer.make_mini_batch``);
 - learning rate, clip range ε and entropy coefficient β decay linearly over ``max_steps``
   agent-steps *collected* (the trainer's step, this buffer included) towards 1e-10, 0.1 and 1e-5,
   or stay constant; value loss clipped with the decayed ε, weight 0.5.
-Project-only keys (``PPOConfig``) bring back this project's earlier choices; none is on for a
-plain ML-Agents file.
+There are no project-only variants (docs/ppo.md says which were removed and why).
 """
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 
 import numpy as np
 import torch
-from torch import nn
 
 from unity_rl.algorithms.distributions import DiagGaussian, HybridDistribution, MaskedMultiCategorical
 from unity_rl.algorithms.encoders import ObservationLayout, ObsShapesLike
@@ -57,8 +61,13 @@ from unity_rl.algorithms.ppo.losses import (clipped_surrogate_loss, decayed, min
 from unity_rl.algorithms.ppo.model import (DEFAULT_ARCH, LEGACY_ARCH, ActionSpecLike, ActorCritic,
                                       DeterministicActor, check_obs_shapes, env_action_clamp,
                                       load_normalizer, normalizer_state)
+from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
+from unity_rl.algorithms.reward_signals.registry import make_reward_signals
 from unity_rl.algorithms.types import Trajectory
 from unity_rl.runtime.acting import ActingPolicy, AgentKeys
+
+VALUE_LOSS_WEIGHT = 0.5
+"""Weight of the value loss in PPO's loss (ML-Agents' fixed 0.5, ``ppo/optimizer_torch.py``)."""
 
 __all__ = ["PPOConfig", "PPOPolicy", "PPOLearner", "ActorCritic", "DeterministicActor",
            "ActionSpecLike", "DiagGaussian", "MaskedMultiCategorical", "HybridDistribution",
@@ -77,8 +86,9 @@ class PPOPolicy(ActingPolicy):
     observation shapes (an int ``d`` means one vector observation of size ``d``).
     ``num_threads``, when given, sets torch's intra-op threads of the *acting process* (the
     runtime's choice for its actor processes; learners never do this).  ``arch`` (activation,
-    weight_init, action_clip; ``PPOConfig.arch``) defaults to ML-Agents'; the weights' own
-    ``arch`` replaces it on ``load_weights`` (weights without one: ``LEGACY_ARCH``).
+    weight_init, action_clip) defaults to ML-Agents'; the weights' own ``arch`` and value heads
+    replace them on ``load_weights`` (weights without an ``arch``: ``LEGACY_ARCH``, the network
+    of the project's earlier versions, kept so that their files still load).
     """
 
     def __init__(self, obs_shapes: ObsShapesLike, action_spec: ActionSpecLike,
@@ -91,26 +101,29 @@ class PPOPolicy(ActingPolicy):
         self.obs_dim = self.layout.obs_dim
         self.action_spec, self.network_cfg = action_spec, network_cfg
         self.seed = 0 if seed is None else seed
-        self._build({**DEFAULT_ARCH, **(arch or {})})
+        self._build({**DEFAULT_ARCH, **(arch or {})}, ("extrinsic",))
         self.normalizer = self.layout.make_normalizer(network_cfg.normalize)
         self.generator = torch.Generator()
         self.generator.manual_seed(int(seed) if seed is not None else int(torch.seed()))
         self.version = -1
 
-    def _build(self, arch: dict) -> None:
+    def _build(self, arch: dict, value_heads: Sequence[str]) -> None:
         self.arch = dict(arch)
         env_action_clamp(torch.zeros(1), arch["action_clip"])  # validates
         with seeded_init(self.seed):  # weights arrive later: leave the global RNG be
             self.model = ActorCritic(self.obs_shapes, self.action_spec, self.network_cfg,
-                                     activation=arch["activation"], weight_init=arch["weight_init"])
+                                     activation=arch["activation"], weight_init=arch["weight_init"],
+                                     value_heads=value_heads)
         self.model.eval()
 
     def load_weights(self, weights: dict) -> None:
-        """Loads a ``PPOLearner.weights()`` dict (network, normaliser state, version, arch)."""
+        """Loads a ``PPOLearner.weights()`` dict (network, normaliser state, version, arch, value
+        heads)."""
         check_obs_shapes(self.obs_shapes, weights)
         arch = {**LEGACY_ARCH, **(weights.get("arch") or {})}
-        if arch != self.arch:
-            self._build(arch)
+        heads = list(weights.get("value_heads") or ("extrinsic",))
+        if arch != self.arch or heads != self.model.value_head_names:
+            self._build(arch, heads)
         self.model.load_state_dict(weights["model"])
         load_normalizer(self.normalizer, weights["normalizer"])
         self.version = int(weights["version"])
@@ -122,7 +135,8 @@ class PPOPolicy(ActingPolicy):
     def act(self, obs: np.ndarray, action_mask: np.ndarray | None = None,
             deterministic: bool = False, agent_keys: AgentKeys | None = None,
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """obs [n, obs_dim] -> (actions, logprobs [n, K] float32, values [n] float32).
+        """obs [n, obs_dim] -> (actions, logprobs [n, K] float32, values [n] float32 of the first
+        value head).
 
         Actions as ``Trajectory.actions``: continuous float32 [n, C] *unclipped* samples (send
         ``env_actions(a)`` to the environment, store ``a``); discrete int64 [n, B]; hybrid float32
@@ -137,7 +151,7 @@ class PPOPolicy(ActingPolicy):
             dist = self.model.distribution(x, masks)
             actions = dist.mode() if deterministic else dist.sample(self.generator)
             logprobs = dist.log_prob(actions)
-            values = self.model.get_value(x)
+            values = self.model.get_value(x)[:, 0]
         return actions.numpy(), logprobs.numpy().astype(np.float32), values.numpy().astype(np.float32)
 
     def env_actions(self, actions: np.ndarray) -> np.ndarray:
@@ -151,9 +165,9 @@ class PPOPolicy(ActingPolicy):
         return out
 
     def value(self, obs: np.ndarray) -> np.ndarray:
-        """V(s) for each row of obs: [n] float32."""
+        """V(s) of the first value head for each row of obs: [n] float32."""
         with torch.no_grad():
-            return self.model.get_value(self._input(obs)).numpy().astype(np.float32)
+            return self.model.get_value(self._input(obs))[:, 0].numpy().astype(np.float32)
 
     def export_module(self) -> DeterministicActor:
         """A deterministic torch module observations -> action, normalisation folded in (ONNX)."""
@@ -165,50 +179,56 @@ class PPOPolicy(ActingPolicy):
 # ----------------------------------------------------------------------------------------------
 
 class PPOLearner:
-    """Owns the network, Adam optimiser and observation normaliser; one ``update`` per buffer.
+    """Owns the network, Adam optimiser, observation normaliser and reward signals; one ``update``
+    per buffer.
 
-    ``obs_shapes`` as ``PPOPolicy``; ``seed`` makes the initial weights and the minibatch
-    shuffling reproducible; ``num_threads`` is accepted and ignored (the hosting process decides
-    torch's threads).
+    ``obs_shapes`` as ``PPOPolicy``; ``reward_signals``: the behavior's ``RewardSignalConfig``s
+    (default: extrinsic only, γ 0.99, strength 1), one provider and one value head each, in that
+    order; ``seed`` makes the initial weights and the minibatch shuffling reproducible;
+    ``num_threads`` is accepted and ignored (the hosting process decides torch's threads).
     """
 
     def __init__(self, obs_shapes: ObsShapesLike, action_spec: ActionSpecLike, ppo_cfg: PPOConfig,
                  network_cfg: NetworkConfig, device: str = "cpu", num_threads: int | None = None,
-                 seed: int | None = None):
+                 seed: int | None = None,
+                 reward_signals: Sequence[RewardSignalConfig] = EXTRINSIC_ONLY):
         del num_threads  # accepted for the runtime's callers; a learner sets no process-wide state
         self.cfg = ppo_cfg
         self.layout = ObservationLayout(obs_shapes)
         self.obs_shapes = self.layout.obs_shapes
         self.obs_dim = self.layout.obs_dim
         self.device = torch.device(device)
+        self.reward_signals = make_reward_signals(reward_signals, self.obs_shapes, action_spec)
+        """One provider per reward signal, in value-head order."""
         with seeded_init(seed):  # seed-reproducible init without touching torch's global RNG
             self.model = ActorCritic(self.obs_shapes, action_spec, network_cfg,
-                                     ppo_cfg.log_std_init, activation=ppo_cfg.activation,
-                                     weight_init=ppo_cfg.weight_init).to(self.device)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=ppo_cfg.learning_rate,
-                                          eps=ppo_cfg.adam_eps)
+                                     value_heads=[s.name for s in self.reward_signals]).to(self.device)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=ppo_cfg.learning_rate)
         self.normalizer = self.layout.make_normalizer(network_cfg.normalize)
         self.rng = np.random.default_rng(seed)
         self.version = 0
         """Incremented by each update; actors report the version they acted with."""
         self.agent_steps_trained = 0
-        """Agent-steps consumed by updates so far (drives the schedules with schedule_steps: trained)."""
+        """Agent-steps consumed by updates so far."""
         self.agent_steps_collected = 0
         """Agent-steps collected so far, as of the last update (ML-Agents' trainer step; drives
-        the schedules by default): ``update``'s ``collected_steps``, else the steps trained."""
+        the schedules): ``update``'s ``collected_steps``, else the steps trained."""
 
     # -- weights for actors, checkpoints, export ------------------------------------------------
 
     def weights(self) -> dict:
-        """CPU copy for actors: {'model': state_dict, 'normalizer': state or None, 'version': int}."""
+        """CPU copy for actors: {'model': state_dict, 'normalizer': state or None, 'version': int,
+        'obs_shapes', 'arch', 'value_heads'}."""
         return {"model": {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()},
                 "normalizer": normalizer_state(self.normalizer),
                 "version": self.version,
                 "obs_shapes": self.obs_shapes,
-                "arch": self.cfg.arch}
+                "arch": dict(DEFAULT_ARCH),
+                "value_heads": self.model.value_head_names}
 
     def state_dict(self) -> dict:
-        """Everything needed to resume: network, optimiser, normaliser, counters, shuffling RNG.
+        """Everything needed to resume: network, optimiser, normaliser, counters, shuffling RNG,
+        the reward signals' own state.
 
         A deep copy (torch's state dicts alias the live tensors), made of tensors and plain
         Python values only, so ``torch.load(weights_only=True)`` can read it back.
@@ -220,13 +240,28 @@ class PPOLearner:
                               "version": self.version,
                               "agent_steps_trained": self.agent_steps_trained,
                               "agent_steps_collected": self.agent_steps_collected,
-                              "arch": self.cfg.arch,
+                              "arch": dict(DEFAULT_ARCH),
+                              "value_heads": self.model.value_head_names,
+                              "reward_signals": {s.name: s.state_dict() for s in self.reward_signals},
                               "rng": self.rng.bit_generator.state})
 
     def load_state_dict(self, state: dict) -> None:
-        """Restores ``state_dict()``'s output (copied: later updates do not write into it)."""
+        """Restores ``state_dict()``'s output (copied: later updates do not write into it).
+
+        Checkpoints of the one-value-head layout load (their value layer is the extrinsic head);
+        those trained with the removed ``activation``/``weight_init``/``action_clip`` variants
+        are refused here (they still load for evaluate and export, ``PPOPolicy``)."""
         state = copy.deepcopy(state)
         check_obs_shapes(self.obs_shapes, state)
+        arch = {**LEGACY_ARCH, **(state.get("arch") or {})}
+        if arch != DEFAULT_ARCH:
+            raise ValueError(f"this checkpoint was trained with {arch}, a network variant PPO no "
+                             f"longer trains ({DEFAULT_ARCH}); it can be evaluated or exported, "
+                             "not resumed")
+        heads = list(state.get("value_heads") or ("extrinsic",))
+        if heads != self.model.value_head_names:
+            raise ValueError(f"this checkpoint has value heads {heads}; the config's reward_signals "
+                             f"give {self.model.value_head_names}")
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         load_normalizer(self.normalizer, state["normalizer"])
@@ -234,11 +269,13 @@ class PPOLearner:
         self.agent_steps_trained = int(state["agent_steps_trained"])
         self.agent_steps_collected = int(state.get("agent_steps_collected",
                                                    self.agent_steps_trained))
+        for signal in self.reward_signals:
+            signal.load_state_dict((state.get("reward_signals") or {}).get(signal.name, {}))
         self.rng.bit_generator.state = state["rng"]
 
     def export_module(self) -> DeterministicActor:
         """A deterministic CPU module observations -> action, normalisation folded in (ONNX)."""
-        return DeterministicActor(self.model, self.normalizer, self.cfg.action_clip)
+        return DeterministicActor(self.model, self.normalizer, DEFAULT_ARCH["action_clip"])
 
     # -- the algorithm --------------------------------------------------------------------------
 
@@ -253,7 +290,7 @@ class PPOLearner:
         """One PPO update on these trajectories (any lengths).
 
         ``collected_steps``: agent-steps collected so far, these included (what drives the
-        schedules with ``schedule_steps: collected``); None counts the steps given here.
+        schedules); None counts the steps given here.
         """
         cfg = self.cfg
         trajectories = [t for t in trajectories if len(t.rewards) > 0]
@@ -271,39 +308,44 @@ class PPOLearner:
         b_obs = self._tensor(self._normalize(b_obs_raw), torch.float32)
         last_obs = self._tensor(self._normalize(last_obs_raw), torch.float32)
 
-        # 2. V(s_t) and V(s_T) under the current (pre-update) critic, as ML-Agents'
-        #    get_trajectory_value_estimates; they are also the value-clipping anchor.
+        # 2. V_k(s_t) and V_k(s_T) of every value head k under the current (pre-update) critic,
+        #    as ML-Agents' get_trajectory_value_estimates; they are also the value-clipping anchor.
         with torch.no_grad():
-            values = self.model.get_value(b_obs).cpu().numpy()
-            last_values = self.model.get_value(last_obs).cpu().numpy()
+            values = self.model.get_value(b_obs).cpu().numpy()            # [N, K]
+            last_values = self.model.get_value(last_obs).cpu().numpy()    # [M, K]
 
-        # 3. GAE(γ, λ) per trajectory: bootstrap from V(s_T) unless the episode terminated.
+        # 3. Per trajectory and reward signal k: r_k · strength_k, GAE(γ_k, λ), bootstrapped from
+        #    V_k(s_T) unless the episode terminated (and the signal does not ignore_done). The
+        #    policy's advantage is the mean over signals; head k regresses on its own returns.
         advantages, returns = [], []
         starts = np.cumsum([0] + lengths)
         for i, traj in enumerate(trajectories):
-            adv, ret = compute_gae(np.asarray(traj.rewards, np.float32) * cfg.reward_scale,
-                                   values[starts[i]:starts[i + 1]], float(last_values[i]),
-                                   bool(traj.terminated), cfg.gamma, cfg.gae_lambda)
-            advantages.append(adv)
-            returns.append(ret)
+            rows = slice(starts[i], starts[i + 1])
+            adv_k, ret_k = [], []
+            for k, signal in enumerate(self.reward_signals):
+                adv, ret = compute_gae(signal.rewards(traj) * signal.strength, values[rows, k],
+                                       float(last_values[i, k]),
+                                       bool(traj.terminated) and not signal.ignore_done,
+                                       signal.gamma, cfg.gae_lambda)
+                adv_k.append(adv)
+                ret_k.append(ret)
+            advantages.append(np.mean(np.array(adv_k, dtype=np.float32), axis=0))
+            returns.append(np.stack(ret_k, axis=1))
         b_advantages_np = np.concatenate(advantages)
 
         # 4. Advantages normalised once over the buffer (ML-Agents' _update_policy).
-        if cfg.norm_adv and cfg.adv_norm_scope == "buffer":
-            b_advantages_np = ((b_advantages_np - b_advantages_np.mean())
-                               / (b_advantages_np.std() + 1e-10))
+        b_advantages_np = ((b_advantages_np - b_advantages_np.mean())
+                           / (b_advantages_np.std() + 1e-10))
 
         b_advantages = self._tensor(b_advantages_np, torch.float32)
-        b_returns = self._tensor(np.concatenate(returns), torch.float32)
-        b_values = self._tensor(values, torch.float32)
+        b_returns = self._tensor(np.concatenate(returns), torch.float32)   # [N, K]
+        b_values = self._tensor(values, torch.float32)                      # [N, K]
         # log-probs: one column per action dimension / branch ([T] rows read as one column)
         b_logprobs = self._tensor(np.concatenate([np.asarray(t.logprobs, np.float32).reshape(
             len(t.rewards), -1) for t in trajectories]), torch.float32)
         branches = self.model.discrete_branches
         num_columns = self.model.continuous_size + len(branches)
-        if cfg.policy_ratio == "joint":
-            b_logprobs = b_logprobs.sum(-1, keepdim=True)
-        elif b_logprobs.shape[1] != num_columns:
+        if b_logprobs.shape[1] != num_columns:
             raise ValueError(f"per-action ratios need {num_columns} log-prob columns per step "
                              f"(one per action dimension / branch), got {b_logprobs.shape[1]}")
         # actions: float32 rows when there is a continuous part (hybrid: C + B columns), else int64
@@ -316,11 +358,10 @@ class PPOLearner:
                 else np.ones((len(t.rewards), sum(branches)), bool)
                 for t in trajectories]), torch.bool)
 
-        # 5. Schedules, driven by the agent-steps collected (ML-Agents) or trained so far.
+        # 5. Schedules, driven by the agent-steps collected so far (ML-Agents' trainer step).
         self.agent_steps_collected = (int(collected_steps) if collected_steps is not None
                                       else self.agent_steps_collected + b_size)
-        step = (self.agent_steps_collected if cfg.schedule_steps == "collected"
-                else self.agent_steps_trained)
+        step = self.agent_steps_collected
         lrnow = decayed(cfg.learning_rate, 1e-10, cfg.lr_schedule, step, cfg.max_steps)
         clip_coef = decayed(cfg.clip_coef, 0.1, cfg.clip_coef_schedule, step, cfg.max_steps)
         ent_coef = decayed(cfg.ent_coef, 1e-5, cfg.ent_coef_schedule, step, cfg.max_steps)
@@ -332,16 +373,13 @@ class PPOLearner:
         self.model.train()
         for _epoch in range(cfg.num_epochs):
             b_inds = self.rng.permutation(b_size)
-            for mb_inds_np in minibatch_indices(b_inds, cfg.minibatch_size, cfg.minibatch_remainder):
+            for mb_inds_np in minibatch_indices(b_inds, cfg.minibatch_size):
                 mb_inds = self._tensor(mb_inds_np, torch.int64)
                 dist = self.model.distribution(b_obs[mb_inds],
-                                               None if b_masks is None else b_masks[mb_inds],
-                                               cfg.gaussian_entropy)
+                                               None if b_masks is None else b_masks[mb_inds])
                 newlogprob = dist.log_prob(b_actions[mb_inds])  # [mb, K]
-                if cfg.policy_ratio == "joint":
-                    newlogprob = newlogprob.sum(-1, keepdim=True)
                 entropy = dist.entropy()
-                newvalue = self.model.get_value(b_obs[mb_inds])
+                newvalue = self.model.get_value(b_obs[mb_inds])  # [mb, heads]
 
                 logratio = newlogprob - b_logprobs[mb_inds]
                 ratio = logratio.exp()
@@ -350,20 +388,14 @@ class PPOLearner:
                     approx_kl = ((ratio - 1) - logratio).mean()
                     clipfrac = ((ratio - 1.0).abs() > clip_coef).float().mean()
 
-                mb_advantages = b_advantages[mb_inds]
-                if cfg.norm_adv and cfg.adv_norm_scope == "minibatch" and len(mb_inds_np) > 1:
-                    mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
-
-                pg_loss = clipped_surrogate_loss(newlogprob, b_logprobs[mb_inds], mb_advantages,
-                                                 clip_coef)
-                v_loss = value_loss(newvalue, b_values[mb_inds], b_returns[mb_inds], clip_coef, cfg.clip_vloss)
+                pg_loss = clipped_surrogate_loss(newlogprob, b_logprobs[mb_inds],
+                                                 b_advantages[mb_inds], clip_coef)
+                v_loss = value_loss(newvalue, b_values[mb_inds], b_returns[mb_inds], clip_coef)
                 entropy_loss = entropy.mean()
-                loss = pg_loss - ent_coef * entropy_loss + cfg.vf_coef * v_loss
+                loss = pg_loss - ent_coef * entropy_loss + VALUE_LOSS_WEIGHT * v_loss
 
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
-                if cfg.max_grad_norm > 0:
-                    nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
                 self.optimizer.step()
 
                 stats["pg"].append(pg_loss.item())
@@ -371,13 +403,11 @@ class PPOLearner:
                 stats["ent"].append(entropy_loss.item())
                 stats["kl"].append(approx_kl.item())
                 stats["clipfrac"].append(clipfrac.item())
-            if cfg.target_kl is not None and stats["kl"][-1] > cfg.target_kl:
-                break
         self.model.eval()
 
         self.agent_steps_trained += b_size
         self.version += 1
-        return {
+        metrics = {
             "Losses/Policy Loss": float(np.mean(stats["pg"])),
             "Losses/Value Loss": float(np.mean(stats["v"])),
             "Policy/Entropy": float(np.mean(stats["ent"])),
@@ -386,5 +416,7 @@ class PPOLearner:
             "Policy/Beta": float(ent_coef),
             "Policy/Approx KL": float(np.mean(stats["kl"])),
             "Policy/Clip Fraction": float(np.mean(stats["clipfrac"])),
-            "Policy/Extrinsic Value Estimate": float(values.mean()),
         }
+        for k, signal in enumerate(self.reward_signals):  # ML-Agents' tag per stream
+            metrics[f"Policy/{signal.name.capitalize()} Value Estimate"] = float(values[:, k].mean())
+        return metrics

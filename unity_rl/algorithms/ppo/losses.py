@@ -30,25 +30,23 @@ def clipped_surrogate_loss(newlogprob: torch.Tensor, oldlogprob: torch.Tensor,
 
 
 def value_loss(newvalue: torch.Tensor, oldvalue: torch.Tensor, returns: torch.Tensor,
-               clip_coef: float, clip: bool) -> torch.Tensor:
-    """Mean squared error to the returns; with ``clip``, the max of the errors of V and of
-    V_old + clip(V − V_old, ±ε) (ML-Agents' trust-region value loss)."""
+               clip_coef: float) -> torch.Tensor:
+    """ML-Agents' ``trust_region_value_loss``: for each value head k, the mean over samples of
+    max((R_k − V_k)², (R_k − V_clip,k)²) with V_clip = V_old + clip(V − V_old, ±ε); then the mean
+    over the heads. Tensors [n, K] (one column per head) or [n] (one head)."""
+    if newvalue.ndim == 1:
+        newvalue, oldvalue, returns = newvalue[:, None], oldvalue[:, None], returns[:, None]
     v_loss_unclipped = (newvalue - returns) ** 2
-    if not clip:
-        return v_loss_unclipped.mean()
     v_clipped = oldvalue + torch.clamp(newvalue - oldvalue, -clip_coef, clip_coef)
     v_loss_clipped = (v_clipped - returns) ** 2
-    return torch.max(v_loss_unclipped, v_loss_clipped).mean()
+    return torch.max(v_loss_unclipped, v_loss_clipped).mean(dim=0).mean()
 
 
-def minibatch_indices(b_inds: np.ndarray, minibatch_size: int, remainder: str) -> list[np.ndarray]:
-    """The minibatches of one epoch over the shuffled indices ``b_inds``.
-
-    'drop' (ML-Agents' ``make_mini_batch`` loop): ``len // minibatch_size`` slices of exactly
-    ``minibatch_size`` rows, the remainder unused (a buffer smaller than one minibatch is one
-    minibatch); 'spread': ``np.array_split`` into ``max(1, len // minibatch_size)`` parts.
-    """
-    num_minibatches = max(1, len(b_inds) // minibatch_size)
-    if remainder == "spread" or len(b_inds) < minibatch_size:
-        return np.array_split(b_inds, num_minibatches)
-    return [b_inds[i * minibatch_size:(i + 1) * minibatch_size] for i in range(num_minibatches)]
+def minibatch_indices(b_inds: np.ndarray, minibatch_size: int) -> list[np.ndarray]:
+    """The minibatches of one epoch over the shuffled indices ``b_inds``: ML-Agents'
+    ``make_mini_batch`` loop, ``len // minibatch_size`` slices of exactly ``minibatch_size`` rows,
+    the remainder unused (a buffer smaller than one minibatch is one minibatch)."""
+    if len(b_inds) < minibatch_size:
+        return [b_inds]
+    return [b_inds[i * minibatch_size:(i + 1) * minibatch_size]
+            for i in range(len(b_inds) // minibatch_size)]

@@ -1,23 +1,26 @@
 """PPO's actor-critic network and its deterministic export module.
 
-Contract: ``ActorCritic(obs_shapes, action_spec, network_cfg)`` takes flat rows [n, obs_dim]
-whose vector columns are already normalised (``ObservationLayout.normalize``); each of actor
-and critic has its own ``ObservationEncoder`` (images through their visual encoder, vectors as
-they are) followed by its own MLP trunk (ML-Agents' default ``shared_critic: false``).  The actor
-trunk ends in one linear head of C + sum(branches) outputs: the Gaussian means, then the logits
-of each discrete branch.  The head's attribute name keeps the state-dict keys of earlier
-versions: ``actor_mean`` (continuous), ``actor_logits`` (discrete), ``actor_hybrid`` (both).
+Contract: ``ActorCritic(obs_shapes, action_spec, network_cfg, value_heads=...)`` takes flat rows
+[n, obs_dim] whose vector columns are already normalised (``ObservationLayout.normalize``); each
+of actor and critic has its own ``ObservationEncoder`` (images through their visual encoder,
+vectors as they are) followed by its own MLP trunk (ML-Agents' default ``shared_critic: false``).
+The actor trunk ends in one linear head of C + sum(branches) outputs: the Gaussian means, then the
+logits of each discrete branch; its attribute name keeps the state-dict keys of earlier versions:
+``actor_mean`` (continuous), ``actor_logits`` (discrete), ``actor_hybrid`` (both). The critic
+trunk ends in one value head per reward signal, ``value_heads.<signal>`` (ML-Agents' ``ValueHeads``).
 
-Architecture (``arch``, which travels with the weights): ``activation`` "swish" with
-``weight_init`` "mlagents" is ML-Agents 1.1.0's network (``torch_entities/layers.py``
+Architecture (``arch``, which travels with the weights): ML-Agents 1.1.0's network, "swish" with
+"mlagents" initialisation and the clamp(a, −3, 3) / 3 action map (``torch_entities/layers.py``
 ``LinearEncoder``: Kaiming-normal layers, Swish; ``distributions.py``: Gaussian means with gain
-0.2, branch logits with gain 0.1, zero biases; ``decoders.py`` ``ValueHeads``: Xavier uniform);
-"tanh"/"orthogonal" is this project's earlier CleanRL-style network.  Weights without an
-``arch`` entry were written by that earlier version (``LEGACY_ARCH``).
+0.2, branch logits with gain 0.1, zero biases; ``decoders.py`` ``ValueHeads``: Xavier uniform).
+Learners always build it (``DEFAULT_ARCH``). The "tanh"/"orthogonal"/"unit" network of the
+project's earlier versions is kept only so that weights saved by them (``LEGACY_ARCH`` when no
+``arch`` is recorded, or the ``arch`` they record) still load for acting, evaluate and export.
 """
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 import torch
@@ -28,7 +31,7 @@ from unity_rl.algorithms.distributions import (MASKED_LOGIT, DiagGaussian, Hybri
 from unity_rl.algorithms.encoders import (FoldedNormalizer, ObservationEncoder, ObsShapesLike, Swish,
                                      concat_inputs)
 from unity_rl.algorithms.network_config import NetworkConfig
-from unity_rl.algorithms.nets import mlp
+from unity_rl.algorithms.nets import layer_init, mlagents_init, mlp
 from unity_rl.algorithms.normalizer import RunningNormalizer
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"swish": Swish, "tanh": nn.Tanh}
@@ -65,22 +68,48 @@ def action_layout(action_spec: ActionSpecLike) -> tuple[int, tuple[int, ...]]:
     return continuous_size, branches
 
 
+def critic_trunk(in_dim: int, hidden: int, num_layers: int, activation: type[nn.Module],
+                 init: str) -> nn.Sequential:
+    """The critic's hidden layers (``mlp`` without its output layer): ML-Agents' ``LinearEncoder``."""
+    layers: list[nn.Module] = []
+    for i in range(num_layers):
+        linear = nn.Linear(in_dim if i == 0 else hidden, hidden)
+        layers += [layer_init(linear) if init == "orthogonal" else mlagents_init(linear), activation()]
+    return nn.Sequential(*layers)
+
+
+def value_head(hidden: int, init: str) -> nn.Linear:
+    """One value head: ML-Agents' ``ValueHeads`` layer (Xavier uniform, zero bias), or CleanRL's
+    orthogonal gain 1 (``weight_init: orthogonal`` weights saved by earlier versions)."""
+    linear = nn.Linear(hidden, 1)
+    return layer_init(linear, std=1.0) if init == "orthogonal" else mlagents_init(linear, xavier_uniform=True)
+
+
 class ActorCritic(nn.Module):
-    """Encoders + actor and critic MLPs; inputs are flat rows with normalised vector columns."""
+    """Encoders + actor MLP, and a critic trunk with one value head per reward signal.
+
+    ``value_heads``: the reward signals' names in ``reward_signals`` order (ML-Agents'
+    ``ValueHeads``: one ``Linear(hidden, 1)`` per stream, named by the signal, in the order of the
+    trainer's ``reward_signals``). State dicts of the one-head layout (``critic.<2·layers>``, the
+    earlier value layer) load as the ``extrinsic`` head.
+    """
 
     def __init__(self, obs_shapes: ObsShapesLike, action_spec: ActionSpecLike,
                  network: NetworkConfig, log_std_init: float = 0.0, activation: str = "swish",
-                 weight_init: str = "mlagents"):
+                 weight_init: str = "mlagents", value_heads: Sequence[str] = ("extrinsic",)):
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
+        if not value_heads or len(set(value_heads)) != len(value_heads):
+            raise ValueError(f"value_heads must be distinct names, at least one, got {value_heads!r}")
         self.activation, self.weight_init = activation, weight_init
         self.continuous_size, self.discrete_branches = action_layout(action_spec)
         hidden, layers = network.hidden_units, network.num_layers
+        self.num_layers = layers
         act = ACTIVATIONS[activation]
         self.critic_encoder = ObservationEncoder(obs_shapes, network)
-        self.critic = mlp(self.critic_encoder.output_size, hidden, layers, 1, out_std=1.0,
-                          activation=act, init=weight_init)
+        self.critic = critic_trunk(self.critic_encoder.output_size, hidden, layers, act, weight_init)
+        self.value_heads = nn.ModuleDict({name: value_head(hidden, weight_init) for name in value_heads})
         self.actor_encoder = ObservationEncoder(obs_shapes, network)
         out_gain = torch.tensor([0.2] * self.continuous_size + [0.1] * sum(self.discrete_branches))
         head = mlp(self.actor_encoder.output_size, hidden, layers,
@@ -100,22 +129,31 @@ class ActorCritic(nn.Module):
     def obs_dim(self) -> int:
         return self.actor_encoder.layout.obs_dim
 
-    def get_value(self, x: torch.Tensor) -> torch.Tensor:
-        """V(s): [n]."""
-        return self.critic(self.critic_encoder(x)).squeeze(-1)
+    @property
+    def value_head_names(self) -> list[str]:
+        return list(self.value_heads)
 
-    def distribution(self, x: torch.Tensor, action_masks: torch.Tensor | None = None,
-                     gaussian_entropy: str = "mean"):
-        """π(·|s) for each row (``action_masks`` bool [n, sum(branches)], True = allowed);
-        ``gaussian_entropy``: "mean" (ML-Agents) or "sum" over the continuous dimensions."""
+    def get_value(self, x: torch.Tensor) -> torch.Tensor:
+        """V_k(s) of every value head k: [n, K], columns in ``value_head_names`` order."""
+        hidden = self.critic(self.critic_encoder(x))
+        return torch.cat([head(hidden) for head in self.value_heads.values()], dim=-1)
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """As ``nn.Module``'s, reading the one-head layout's value layer as the ``extrinsic`` head."""
+        return super().load_state_dict(one_head_to_value_heads(state_dict, self.num_layers),
+                                       strict=strict, assign=assign)
+
+    def distribution(self, x: torch.Tensor, action_masks: torch.Tensor | None = None):
+        """π(·|s) for each row (``action_masks`` bool [n, sum(branches)], True = allowed); the
+        Gaussian's entropy is the mean over its dimensions (ML-Agents)."""
         out = self.actor_head(self.actor_encoder(x))
         c = self.continuous_size
         if not self.discrete_branches:
-            return DiagGaussian(out, self.actor_logstd, gaussian_entropy)
+            return DiagGaussian(out, self.actor_logstd)
         categorical = MaskedMultiCategorical(out[:, c:], self.discrete_branches, action_masks)
         if not c:
             return categorical
-        return HybridDistribution(DiagGaussian(out[:, :c], self.actor_logstd, gaussian_entropy),
+        return HybridDistribution(DiagGaussian(out[:, :c], self.actor_logstd),
                                   categorical)
 
 
@@ -158,6 +196,16 @@ class DeterministicActor(nn.Module):
         discrete = torch.stack([branch.argmax(-1) for branch in
                                 logits.split(list(self.discrete_branches), -1)], -1)
         return discrete if continuous is None else (continuous, discrete)
+
+
+def one_head_to_value_heads(state_dict: Mapping, num_layers: int) -> Mapping:
+    """A state dict of the one-head layout (the value layer was ``critic.<2·num_layers>``) with
+    that layer renamed ``value_heads.extrinsic``; any other state dict as it is."""
+    old = f"critic.{2 * num_layers}."
+    if not any(k.startswith(old) for k in state_dict):
+        return state_dict
+    return {("value_heads.extrinsic." + k[len(old):] if k.startswith(old) else k): v
+            for k, v in state_dict.items()}
 
 
 def normalizer_state(normalizer: RunningNormalizer | None) -> dict | None:

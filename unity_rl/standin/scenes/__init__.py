@@ -45,7 +45,7 @@ from unity_rl.standin.scenes.food_collector import FoodCollectorModel
 from unity_rl.standin.scenes.gridworld import gridworld_scene
 from unity_rl.standin.scenes.mock import mock_scene
 from unity_rl.standin.scenes.visual_ball import VisualBallModel
-# Unity's example scenes (issue 17), part A
+# Unity's example scenes , part A
 from unity_rl.standin.scenes.ball3d_hard import Ball3DHardModel
 from unity_rl.standin.scenes.food_areas import GridFoodCollectorModel, VisualFoodCollectorModel
 from unity_rl.standin.scenes.visual_3dball import Visual3DBallModel
@@ -72,7 +72,7 @@ SCENES: dict[str, Union[tuple[BehaviorDef, ...], Callable[..., tuple[BehaviorDef
     "FoodCollector": (BehaviorDef("FoodCollector?team=0", FoodCollectorModel, 8, 5, 1000),),
     "FloatGrid": (BehaviorDef("FloatGrid?team=0", FloatGridModel, 4, 1, 100),),
     "Mock": mock_scene,
-    # Unity's example scenes (issue 17), part A
+    # Unity's example scenes , part A
     "3DBallHard": (BehaviorDef("3DBallHard?team=0", Ball3DHardModel, 12, 5, 5000),),
     "Visual3DBall": (BehaviorDef("Visual3DBall?team=0", Visual3DBallModel, 8, 5, 5000),),
     "GridFoodCollector": (
