@@ -59,7 +59,7 @@ def training_run(params: dict) -> dict:
     from unity_rl.config import FrozenMap, apply_overrides, load_config
     from unity_rl.envs.ports import find_free_port_block
     from unity_rl.metrics import read_progress
-    from unity_rl.runtime.trainer import train
+    from unity_rl.training.trainer import train
 
     logging.basicConfig(level=logging.WARNING)
     cfg = load_config(CONFIG)
@@ -115,7 +115,7 @@ def transport_run(params: dict) -> dict:
     from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner
     from unity_rl.runtime.actor import ActorSpec, StreamSettings
     from unity_rl.runtime.algorithm import BehaviorPlan
-    from unity_rl.runtime.wiring import make_backend
+    from unity_rl.training.wiring import make_backend
     from unity_rl.algorithms.ppo.host import PPOHost
     from unity_rl.algorithms.ppo.acting import ppo_policy
     from unity_rl.runtime.runners import SyncRunner

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from unity_rl.algorithms.network_config import NetworkConfig  # noqa: E402
 from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner, PPOPolicy  # noqa: E402
 from unity_rl.algorithms.reward_signals.config import RewardSignalConfig  # noqa: E402
-from unity_rl.algorithms.types import Trajectory  # noqa: E402
+from unity_rl.experience import Trajectory  # noqa: E402
 
 CELLS, START, SMALL, LARGE, MAX_STEPS = 20, 10, 7, 17, 100
 BASIC_HYPERPARAMETERS = dict(minibatch_size=32, buffer_size=256, learning_rate=3e-4, ent_coef=5e-3,

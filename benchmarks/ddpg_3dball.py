@@ -114,7 +114,7 @@ def one_run(params: dict) -> dict:
     import logging
 
     from unity_rl.checkpoint import CheckpointManager
-    from unity_rl.runtime.trainer import train
+    from unity_rl.training.trainer import train
 
     logging.basicConfig(level=logging.WARNING)
     cfg = make_config(params)

@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 
 from unity_rl.replay import buffers as ours  # noqa: E402
-from unity_rl.algorithms.types import TransitionBatch  # noqa: E402
+from unity_rl.experience import TransitionBatch  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results"
 OBS_DIM, ACT_DIM, ADD, BATCH = 8, 2, 24, 256

@@ -39,7 +39,7 @@ def main() -> None:
     print(f"stepped 3DBall 50 times ({env.num_envs} agents) in {time.perf_counter() - start:.1f} s")
 
     from tests.runtime.helpers import tiny_config
-    from unity_rl.runtime.trainer import train
+    from unity_rl.training.trainer import train
 
     start = time.perf_counter()
     cfg = tiny_config(find_free_port_block(2, 38000 + os.getpid() % 4000), num_envs=1,

@@ -16,7 +16,7 @@ import pytest
 from unity_rl import cli
 from tests.runtime.helpers import live_descendants
 from unity_rl.checkpoint import CheckpointManager
-from unity_rl.runtime.wiring import training_sections
+from unity_rl.training.wiring import training_sections
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG = REPO_ROOT / "configs" / "ppo" / "3dball.yaml"

@@ -196,7 +196,7 @@ def test_in_process_academy_from_the_spec_option():
 
 
 def test_one_behavior_mock_trains(tmp_path, free_base_port):
-    from unity_rl.runtime.trainer import train
+    from unity_rl.training.trainer import train
 
     path = mock_build(tmp_path / "build", [MockBehavior(
         "Picker", agents=8, max_step=20, observations=(MockObservation((6,)),),

@@ -310,7 +310,7 @@ def write_run_config(cfg, run_dir: Path) -> Path:
 def _check_layout(cfg) -> None:
     """The trainer's own checks of the config (behaviors, builds per actor), up front, so
     that they read as one-line errors before anything starts."""
-    from unity_rl.runtime.wiring import split_builds, training_sections
+    from unity_rl.training.wiring import split_builds, training_sections
 
     try:
         training_sections(cfg)
@@ -341,7 +341,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     prepare_run_dir(run_dir, resume=resume, force=bool(cfg.checkpoint_settings.force))
     config_path = write_run_config(cfg, run_dir)
     from unity_rl.checkpoint import CheckpointManager
-    from unity_rl.runtime.trainer import train
+    from unity_rl.training.trainer import train
 
     try:
         result = train(cfg, run_dir, resume=resume)
@@ -399,7 +399,7 @@ def _checkpoint_source(args: argparse.Namespace) -> tuple[Path, Path | None]:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from unity_rl.export import checkpoint_behaviors, export_checkpoint
-    from unity_rl.runtime.behavior_run import output_names
+    from unity_rl.training.behavior_run import output_names
 
     checkpoint, run_dir = _checkpoint_source(args)
     output = Path(args.output) if args.output else None

@@ -12,7 +12,7 @@ from unity_rl.algorithms.ddpg.learner import (DDPGConfig, DDPGLearner, DDPGPolic
                                  updates_owed)
 from unity_rl.algorithms.noise import GaussianNoise, OrnsteinUhlenbeckNoise
 from unity_rl.replay.buffers import ReplayBuffer
-from unity_rl.algorithms.types import TransitionBatch
+from unity_rl.experience import TransitionBatch
 
 SPEC = ActionSpec.create_continuous(2)
 

@@ -20,7 +20,7 @@ import torch
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner
 from unity_rl.algorithms.reward_signals.config import RewardSignalConfig
-from unity_rl.algorithms.types import Trajectory
+from unity_rl.experience import Trajectory
 
 REFERENCE = Path(__file__).resolve().parent / "mlagents_reference"
 CASES = ("discrete", "continuous", "hybrid", "visual")

@@ -10,7 +10,7 @@ from unity_rl.algorithms.offpolicy.acting import OffPolicyActingPolicy, carried_
 from unity_rl.algorithms.offpolicy.config import ReplayConfig
 from unity_rl.algorithms.offpolicy.host import OffPolicyHost
 from unity_rl.algorithms.offpolicy.learner import OffPolicyLearner, UpdateResult
-from unity_rl.algorithms.types import Segment, Trajectory, TransitionBatch
+from unity_rl.experience import Segment, Trajectory, TransitionBatch
 from unity_rl.replay import ReplayBuffer
 
 

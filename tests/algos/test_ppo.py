@@ -11,7 +11,7 @@ import torch
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.ppo.learner import (PPOConfig, PPOLearner, PPOPolicy, clipped_surrogate_loss,
                                 decayed, value_loss)
-from unity_rl.algorithms.types import Trajectory
+from unity_rl.experience import Trajectory
 
 CONTINUOUS = SimpleNamespace(continuous_size=1, discrete_branches=())
 DISCRETE = SimpleNamespace(continuous_size=0, discrete_branches=(3, 2))

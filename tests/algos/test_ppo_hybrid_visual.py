@@ -10,7 +10,7 @@ import torch
 from unity_rl.algorithms.distributions import split_hybrid
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner, PPOPolicy
-from unity_rl.algorithms.types import Trajectory
+from unity_rl.experience import Trajectory
 
 HYBRID = SimpleNamespace(continuous_size=2, discrete_branches=(3, 2))
 FAST = dict(learning_rate=3e-3, lr_schedule="constant", buffer_size=256, minibatch_size=64,

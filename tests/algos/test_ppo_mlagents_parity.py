@@ -18,7 +18,7 @@ from unity_rl.algorithms.encoders import Swish
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.ppo.learner import (PPOConfig, PPOLearner, PPOPolicy, clipped_surrogate_loss,
                                 decayed, minibatch_indices)
-from unity_rl.algorithms.types import Segment, Trajectory
+from unity_rl.experience import Segment, Trajectory
 from unity_rl.algorithms.ppo.host import PPOHost
 
 CONTINUOUS2 = SimpleNamespace(continuous_size=2, discrete_branches=())

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from unity_rl.replay.buffers import ReplayBuffer, ReplayLockTimeout, SharedReplayBuffer, per_beta
-from unity_rl.algorithms.types import TransitionBatch
+from unity_rl.experience import TransitionBatch
 
 OBS_DIM, ACT_DIM = 3, 2
 

@@ -21,7 +21,7 @@ from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner, PPOPolicy
 from unity_rl.algorithms.reward_signals import registry
 from unity_rl.algorithms.reward_signals.base import RewardSignal
 from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
-from unity_rl.algorithms.types import Segment, Trajectory
+from unity_rl.experience import Segment, Trajectory
 from unity_rl.config import ConfigError, dump_config, parse_config
 from unity_rl.runtime.algorithm import HostContext
 from unity_rl.runtime.messages import BehaviorInfo

@@ -13,7 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.runtime.helpers import tiny_config  # noqa: E402
-from unity_rl.runtime.trainer import train  # noqa: E402
+from unity_rl.training.trainer import train  # noqa: E402
 
 
 def main() -> None:

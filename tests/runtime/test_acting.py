@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.runtime.fakes import BEHAVIOR, FakeStream
-from unity_rl.algorithms.types import Segment, StepExtras, Trajectory, owned_copy
+from unity_rl.experience import Segment, StepExtras, Trajectory, owned_copy
 from unity_rl.runtime.acting import ActingPolicy
 from unity_rl.runtime.actor import Actor, ActorSpec, StreamSettings
 from unity_rl.runtime.algorithm import BehaviorPlan

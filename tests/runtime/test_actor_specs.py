@@ -9,7 +9,7 @@ from mlagents_envs.side_channel.environment_parameters_channel import (
 
 from unity_rl.config import load_config
 from unity_rl.envs.launcher import send_environment_parameter
-from unity_rl.runtime.wiring import actor_specs, make_algorithms
+from unity_rl.training.wiring import actor_specs, make_algorithms
 
 CONFIG = """
 behaviors:

@@ -23,7 +23,7 @@ import pytest
 from tests.runtime.fakes import BEHAVIOR, FakeStream
 from tests.runtime.helpers import BALL, assert_gone, live_descendants, tiny_config
 from tests.runtime.test_wirings import host_for, spec, weights_of
-from unity_rl.runtime import wiring
+from unity_rl.training import wiring
 from unity_rl.runtime.actor import Actor
 from unity_rl.runtime.algorithm import HostContext
 from unity_rl.runtime.local import LocalProcessBackend

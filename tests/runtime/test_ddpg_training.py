@@ -18,7 +18,7 @@ from tests.runtime.test_collector import act, result
 from unity_rl.algorithms.ddpg.learner import DDPGConfig, DDPGLearner
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.replay.buffers import ReplayBuffer, SharedReplayBuffer
-from unity_rl.algorithms.types import StepExtras, Trajectory, TransitionBatch
+from unity_rl.experience import StepExtras, Trajectory, TransitionBatch
 from unity_rl.config import ConfigError, FrozenMap, apply_overrides, load_config
 from unity_rl.metrics import read_progress
 from unity_rl.runtime.actor import Actor, ActorSpec, StreamSettings
@@ -30,7 +30,7 @@ from unity_rl.algorithms.ddpg.acting import DDPGActorPolicy, ddpg_policy
 from unity_rl.algorithms.offpolicy.acting import carried_priorities, trajectories_to_transitions
 from unity_rl.algorithms.offpolicy.host import OffPolicyHost
 from unity_rl.replay import restore_replay
-from unity_rl.runtime.trainer import train
+from unity_rl.training.trainer import train
 
 CONFIG = REPO_ROOT / "configs" / "ddpg" / "3dball.yaml"
 BALL = REPO_ROOT / "unity_builds" / "3DBall.x86_64"
@@ -355,7 +355,7 @@ class ScriptedBackend:
 
 
 def random_rollout(actor_id: int, version: int, steps: int, seed: int):
-    from unity_rl.algorithms.types import Segment
+    from unity_rl.experience import Segment
     rng = np.random.default_rng(seed)
     t = Trajectory(rng.normal(size=(steps, 3)).astype(np.float32),
                    rng.uniform(-1, 1, (steps, 2)).astype(np.float32),

@@ -296,8 +296,8 @@ def _ports_of(pids) -> list[int]:
 @pytest.mark.timeout(300)
 def test_train_goes_on_after_an_actor_is_sigkilled(tmp_path, free_base_port, monkeypatch):
     from unity_rl.metrics import read_progress
-    from unity_rl.runtime import trainer, wiring
-    from unity_rl.runtime.wiring import make_backend
+    from unity_rl.training import trainer, wiring
+    from unity_rl.training.wiring import make_backend
 
     made = []
 

@@ -9,7 +9,7 @@ import pytest
 from tests.runtime.helpers import REPO_ROOT, checkpoint_entry, live_descendants
 from unity_rl.config import ConfigError, FrozenMap, apply_overrides, load_config
 from unity_rl.metrics import read_progress
-from unity_rl.runtime.trainer import train
+from unity_rl.training.trainer import train
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 

@@ -31,9 +31,9 @@ from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner
 from unity_rl.checkpoint import CheckpointManager
 from unity_rl.config import FrozenMap, apply_overrides, load_config
 from unity_rl.metrics import read_progress
-from unity_rl.runtime import trainer, wiring
+from unity_rl.training import trainer, wiring
 from unity_rl.runtime.actor import ActorSpec, StreamSettings
-from unity_rl.runtime.wiring import make_backend
+from unity_rl.training.wiring import make_backend
 from unity_rl.runtime.algorithm import BehaviorPlan
 from unity_rl.runtime.messages import ActorFailedError, BehaviorWeights, PolicyWeights
 from unity_rl.algorithms.ppo.acting import ppo_policy
@@ -219,7 +219,7 @@ def test_sigkilled_trainer_leaves_no_actor_and_no_build(ray_cluster, tmp_path, f
 import sys
 from pathlib import Path
 from tests.runtime.test_ray_backend import ray_config
-from unity_rl.runtime.trainer import train
+from unity_rl.training.trainer import train
 cfg = ray_config({ray_cluster.address!r}, {port}, mode="async", max_steps=10_000_000)
 train(cfg, Path(sys.argv[1]), resume=False, console=False)
 """

@@ -17,8 +17,8 @@ from tests.runtime.helpers import REPO_ROOT, checkpoint_entry, live_descendants,
 from unity_rl.checkpoint import CheckpointError, CheckpointManager
 from unity_rl.metrics import read_progress
 from unity_rl.runtime.messages import ActorFailedError
-from unity_rl.runtime.trainer import train
-from unity_rl.runtime.wiring import split_builds
+from unity_rl.training.trainer import train
+from unity_rl.training.wiring import split_builds
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 

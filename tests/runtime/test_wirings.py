@@ -256,7 +256,7 @@ class CountingLearner:
 
 
 def rollout(actor_id, version, steps, returns=(), behavior=BEHAVIOR):
-    from unity_rl.algorithms.types import Segment, Trajectory
+    from unity_rl.experience import Segment, Trajectory
     traj = Trajectory(np.zeros((steps, 1), np.float32), np.zeros((steps, 1), np.float32),
                       np.zeros(steps, np.float32), np.zeros(steps, np.float32),
                       np.zeros(steps, np.float32), np.zeros(1, np.float32), False)
@@ -322,7 +322,7 @@ def test_sync_runner_rejects_two_rollouts_from_one_actor():
 
 
 def test_unknown_backend_and_mode_are_errors():
-    from unity_rl.runtime.wiring import make_backend
+    from unity_rl.training.wiring import make_backend
     from unity_rl.runtime.runners import make_runner
 
     with pytest.raises(ValueError, match="unknown backend 'nope'"):

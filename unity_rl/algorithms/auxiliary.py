@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from unity_rl.algorithms.types import Trajectory
+from unity_rl.experience import Trajectory
 
 
 @runtime_checkable

@@ -20,22 +20,7 @@ from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSign
 from unity_rl.algorithms.reward_signals.registry import reward_signal_names
 from unity_rl.algorithms.registry import trainer_type, trainer_type_names
 from unity_rl.envs.settings import LaunchSettings
-
-
-class ConfigError(ValueError):
-    """A configuration problem; the message names the file, the section and the key."""
-
-    def __init__(self, file: str, section: str | None, key: str | None, problem: str):
-        where = file
-        if section:
-            where += f": section '{section}'"
-        if key is not None:
-            where += f", key '{key}'" if section else f": {key}"
-        super().__init__(f"{where}: {problem}")
-        self.file = file
-        self.section = section
-        self.key = key
-        self.problem = problem
+from unity_rl.errors import ConfigError  # noqa: F401 (re-exported: unity_rl.config.ConfigError)
 
 
 class FrozenMap(Mapping):

@@ -52,7 +52,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from unity_rl.algorithms.types import TransitionBatch
+from unity_rl.experience import TransitionBatch
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from unity_rl.algorithms.types import TransitionBatch
+from unity_rl.experience import TransitionBatch
 from unity_rl.replay.buffers import ReplayBuffer, ReplayLockTimeout
 
 logger = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Actors, wirings and the learner host (docs/architecture.md).
+"""Actors, backends and runners, and the seam trainer types plug into (docs/architecture.md).
 
 - ``collector``: StepResults -> per-agent Trajectories (cuts, bootstrapping, episode stats);
 - ``actor``: one AgentStream + a policy copy -> Segments; ``actor_loop`` is an actor's body;
@@ -6,7 +6,9 @@
 - ``backend``: the seam (start K actors, broadcast weights and control, receive segments, stop);
   ``supervisor``: the one ``ActorSupervisor`` (slot states, restarts, timeouts) under both
   transports, ``local`` (spawn-context processes and queues) and ``ray_backend`` (Ray actors);
-  ``wiring.make_backend`` picks one;
+  ``unity_rl.training.wiring.make_backend`` picks one;
 - ``runners``: the sync and async wirings;
-- ``trainer``: ``train(cfg, run_dir, resume=...) -> TrainResult``.
+- ``algorithm`` / ``acting``: the seam (``Algorithm``, ``LearnerHost``, ``ActingPolicy``).
+
+The run itself (config -> algorithms, backend, loop) is ``unity_rl.training``.
 """

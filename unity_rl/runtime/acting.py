@@ -27,7 +27,7 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from unity_rl.algorithms.types import Segment
+from unity_rl.experience import Segment
 
 AgentKeys = Sequence[Hashable]
 """One key per decision row: (build, agent id) pairs in an actor, anything hashable in tests."""

@@ -40,7 +40,7 @@ from typing import Any, Callable, Optional, Protocol
 
 import numpy as np
 
-from unity_rl.algorithms.types import Segment
+from unity_rl.experience import Segment
 from unity_rl.runtime.acting import ActingPolicy
 from unity_rl.envs.behavior import ALL_BEHAVIORS
 from unity_rl.envs.settings import DEFAULTS as LAUNCH_DEFAULTS

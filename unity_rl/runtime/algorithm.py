@@ -25,7 +25,7 @@ from __future__ import annotations
 import abc
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Protocol
 
-from unity_rl.algorithms.types import Segment
+from unity_rl.experience import Segment
 from unity_rl.runtime.messages import BehaviorInfo
 
 if TYPE_CHECKING:
@@ -107,14 +107,3 @@ class Algorithm(abc.ABC):
 
     def close(self) -> None:
         """Frees what the algorithm holds across hosts (after the final checkpoint)."""
-
-
-def make_algorithm(run_cfg: Any, section: str, behavior_cfg: Any) -> Algorithm:
-    """The algorithm of one config section (``trainer_type`` is validated by the config)."""
-    from unity_rl.algorithms.registry import trainer_type
-
-    try:
-        spec = trainer_type(behavior_cfg.trainer_type)
-    except KeyError as err:
-        raise ValueError(f"{section}: {err.args[0]}") from None
-    return spec.make_algorithm(run_cfg, section, behavior_cfg)

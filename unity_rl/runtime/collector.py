@@ -37,7 +37,7 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
-from unity_rl.algorithms.types import Trajectory
+from unity_rl.experience import Trajectory
 
 
 def flat_obs(obs: Sequence[np.ndarray]) -> np.ndarray:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, NamedTuple, Union
 
-from unity_rl.algorithms.types import Segment
+from unity_rl.experience import Segment
 
 
 class ToActor(Enum):

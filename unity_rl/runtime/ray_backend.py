@@ -49,7 +49,7 @@ from typing import Any, Sequence
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from unity_rl.algorithms.types import owned_copy
+from unity_rl.experience import owned_copy
 from unity_rl.runtime import messages
 from unity_rl.runtime.actor import ActorSpec
 from unity_rl.runtime.backend import TAG_ENV  # noqa: F401 - the tag its builds carry (tests)

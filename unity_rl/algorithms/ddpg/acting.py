@@ -16,7 +16,7 @@ from unity_rl.algorithms.ddpg.config import DDPGConfig
 from unity_rl.algorithms.ddpg.learner import DDPGPolicy, continuous_action_size
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.offpolicy.acting import OffPolicyActingPolicy
-from unity_rl.algorithms.types import TransitionBatch
+from unity_rl.experience import TransitionBatch
 from unity_rl.runtime.acting import AgentKeys
 
 

@@ -41,7 +41,7 @@ from unity_rl.algorithms.nets import seeded_init
 from unity_rl.algorithms.noise import ActionNoise, make_noise
 from unity_rl.algorithms.ddpg.config import DDPGConfig, updates_owed
 from unity_rl.algorithms.offpolicy.learner import UpdateResult
-from unity_rl.algorithms.types import TransitionBatch
+from unity_rl.experience import TransitionBatch
 
 __all__ = ["DDPGConfig", "DDPGPolicy", "DDPGLearner", "Actor", "QNetwork", "ExportedActor",
            "td_target", "soft_update", "updates_owed", "continuous_action_size",

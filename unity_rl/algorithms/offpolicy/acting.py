@@ -43,7 +43,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from unity_rl.algorithms.offpolicy.config import ReplayConfig
-from unity_rl.algorithms.types import Segment, Trajectory, TransitionBatch
+from unity_rl.experience import Segment, Trajectory, TransitionBatch
 from unity_rl.replay import SharedReplayBuffer
 from unity_rl.runtime.acting import ActingPolicy, AgentKeys
 

@@ -54,7 +54,7 @@ class OffPolicyAlgorithm(Algorithm):
             cut_at_segment_end=self.run_cfg.unity_rl.trajectory_cuts == "segment")
 
     def make_host(self, info: BehaviorInfo, ctx: HostContext) -> OffPolicyHost:
-        from unity_rl.config import ConfigError
+        from unity_rl.errors import ConfigError
 
         behavior = info.name.split("?", 1)[0]
         try:

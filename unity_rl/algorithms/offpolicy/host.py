@@ -39,7 +39,7 @@ import numpy as np
 from unity_rl.algorithms.offpolicy.acting import carried_priorities, trajectories_to_transitions
 from unity_rl.algorithms.offpolicy.config import ReplayConfig
 from unity_rl.algorithms.offpolicy.learner import OffPolicyLearner
-from unity_rl.algorithms.types import Segment
+from unity_rl.experience import Segment
 from unity_rl.replay import ReplayBuffer, per_beta, release_with, replay_state, restore_replay
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 import numpy as np
 
 from unity_rl.algorithms.offpolicy.config import ReplayConfig
-from unity_rl.algorithms.types import TransitionBatch
+from unity_rl.experience import TransitionBatch
 
 if TYPE_CHECKING:
     import torch

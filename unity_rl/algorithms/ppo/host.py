@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 from unity_rl.algorithms.auxiliary import AuxiliaryUpdate
 from unity_rl.algorithms.ppo.learner import PPOLearner
-from unity_rl.algorithms.types import Segment, Trajectory
+from unity_rl.experience import Segment, Trajectory
 from unity_rl.runtime.algorithm import Algorithm, BehaviorPlan, HostContext
 from unity_rl.runtime.messages import BehaviorInfo
 from unity_rl.algorithms.ppo.acting import ppo_policy

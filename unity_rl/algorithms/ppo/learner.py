@@ -63,7 +63,7 @@ from unity_rl.algorithms.ppo.model import (DEFAULT_ARCH, LEGACY_ARCH, ActionSpec
                                       load_normalizer, normalizer_state)
 from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
 from unity_rl.algorithms.reward_signals.registry import make_reward_signals
-from unity_rl.algorithms.types import Trajectory
+from unity_rl.experience import Trajectory
 from unity_rl.runtime.acting import ActingPolicy, AgentKeys
 
 VALUE_LOSS_WEIGHT = 0.5

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from unity_rl.algorithms.reward_signals.config import RewardSignalConfig
-from unity_rl.algorithms.types import Trajectory
+from unity_rl.experience import Trajectory
 
 
 class RewardSignal:

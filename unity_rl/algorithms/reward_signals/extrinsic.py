@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from unity_rl.algorithms.reward_signals.base import RewardSignal
-from unity_rl.algorithms.types import Trajectory
+from unity_rl.experience import Trajectory
 
 
 class ExtrinsicReward(RewardSignal):

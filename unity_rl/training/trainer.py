@@ -45,11 +45,11 @@ from unity_rl.checkpoint import CheckpointError, CheckpointManager
 from unity_rl.config import ConfigError, RunConfig
 from unity_rl.runtime.algorithm import Algorithm, HostContext
 from unity_rl.runtime.backend import ActorBackend
-from unity_rl.runtime.behavior_run import BehaviorRun, output_names
+from unity_rl.training.behavior_run import BehaviorRun, output_names
 from unity_rl.runtime.messages import ActorFailedError, ActorInfo, BehaviorInfo
 from unity_rl.interrupts import sigterm_raises
 from unity_rl.runtime.process_state import load_rng_state, rng_state, seed_everything, shielded
-from unity_rl.runtime.wiring import actor_specs, make_algorithms, wire
+from unity_rl.training.wiring import actor_specs, make_algorithms, wire
 
 logger = logging.getLogger(__name__)
 

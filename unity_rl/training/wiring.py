@@ -18,7 +18,8 @@ import numpy as np
 from unity_rl.config import BehaviorConfig, ConfigError, RunConfig
 from unity_rl.envs.behavior import ALL_BEHAVIORS
 from unity_rl.runtime.actor import ActorSpec, StreamSettings
-from unity_rl.runtime.algorithm import Algorithm, make_algorithm
+from unity_rl.algorithms.registry import trainer_type
+from unity_rl.runtime.algorithm import Algorithm
 from unity_rl.runtime.backend import ActorBackend
 from unity_rl.runtime.local import LocalProcessBackend
 from unity_rl.runtime.runners import make_runner
@@ -121,3 +122,12 @@ def wire(cfg: RunConfig, specs: list[ActorSpec]) -> tuple[ActorBackend, Any]:
         return make_runner(rl.mode, backend, hosts)  # mode: sync | async
 
     return backend, runner_for
+
+
+def make_algorithm(run_cfg: Any, section: str, behavior_cfg: Any) -> Algorithm:
+    """The algorithm of one config section (``trainer_type`` is validated by the config)."""
+    try:
+        spec = trainer_type(behavior_cfg.trainer_type)
+    except KeyError as err:
+        raise ValueError(f"{section}: {err.args[0]}") from None
+    return spec.make_algorithm(run_cfg, section, behavior_cfg)

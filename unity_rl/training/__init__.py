@@ -1,0 +1,10 @@
+"""A training run, wired from its configuration (docs/architecture.md).
+
+- ``wiring``: config sections -> trainer types' ``Algorithm`` (through the registry), actor
+  specs, and the mode × backend choice, in one place;
+- ``trainer``: the learner host's loop — per-behavior budgets and metrics, checkpoints, resume,
+  clean shutdown;
+- ``behavior_run``: one behavior's step budget, metrics writer, checkpoint entry and outputs.
+
+It sits above the runtime (actors, backends, runners) and the trainer types it wires together.
+"""
