@@ -19,7 +19,6 @@ from typing import Any, Literal
 import yaml
 
 from unity_rl.algos.nets import NetworkConfig
-from unity_rl.envs.settings import LaunchSettings
 from unity_rl.config.keys import (
     BEHAVIOR_KEYS,
     CHECKPOINT_KEYS,
@@ -48,6 +47,7 @@ from unity_rl.config.sections import (
     UnityRLConfig,
     is_int,
 )
+from unity_rl.envs.settings import LaunchSettings
 
 
 # ==============================================================================================
