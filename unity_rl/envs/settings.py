@@ -141,7 +141,7 @@ class LaunchSettings:
             if check is not None and not check[0](value):
                 raise ValueError(f"{f.metadata['section'] or 'launch'}.{f.name} must be "
                                  f"{check[1]}, got {value!r}")
-        if self.base_port + self.worker_id_start + self.num_envs - 1 > 65535:
+        if self.base_port + self.num_envs - 1 > 65535:
             raise ValueError(f"env_settings.num_envs must be small enough that base_port + "
                              f"num_envs - 1 <= 65535, got {self.num_envs!r} (base_port "
                              f"{self.base_port}): lower --base-port or --num-envs")
