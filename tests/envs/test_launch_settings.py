@@ -183,6 +183,9 @@ def test_bad_keywords_and_values_are_named():
         DEFAULTS.for_env_classes("x", time_scale=-1)
     with pytest.raises(ValueError, match="no Unity build given"):
         DEFAULTS.for_env_classes()
+    with pytest.raises(ValueError, match="num_builds=2 and num_envs=3"):
+        DEFAULTS.for_env_classes("x", 2, num_envs=3)
+    assert DEFAULTS.for_env_classes("x", 2, num_envs=2).num_envs == 2
     with pytest.raises(ConfigError, match=r"engine_settings.*'time_scale'.*> 0"):
         parse_config({**MINIMAL, "engine_settings": {"time_scale": 0}})
     with pytest.raises(ConfigError, match=r"env_settings.*'num_envs'.*65535"):

@@ -50,6 +50,7 @@ from unity_rl.config.sections import (
     UnityRLConfig,
     is_int,
 )
+from unity_rl.envs.settings import LaunchSettings
 
 
 # ==============================================================================================

@@ -82,8 +82,7 @@ class AgentStream:
         if behaviors is not None and behavior_name is not None:
             raise ValueError("pass either behavior_name= (one behavior) or behaviors= "
                              "(several, or ALL_BEHAVIORS), not both")
-        launch_settings = (settings or DEFAULTS).for_env_classes(env_path, num_envs=num_builds,
-                                                                 **launch)
+        launch_settings = (settings or DEFAULTS).for_env_classes(env_path, num_builds, **launch)
         self._open(launch_settings, launch_settings.num_envs, launch_settings.build_seed,
                    restart_quota, behavior_name, behaviors, other_behaviors)
 

@@ -141,7 +141,7 @@ class LaunchSettings:
             if check is not None and not check[0](value):
                 raise ValueError(f"{f.metadata['section'] or 'launch'}.{f.name} must be "
                                  f"{check[1]}, got {value!r}")
-        if self.base_port + self.worker_id_start + self.num_envs - 1 > 65535:
+        if self.base_port + self.num_envs - 1 > 65535:
             raise ValueError(f"env_settings.num_envs must be small enough that base_port + "
                              f"num_envs - 1 <= 65535, got {self.num_envs!r} (base_port "
                              f"{self.base_port}): lower --base-port or --num-envs")
@@ -184,10 +184,17 @@ class LaunchSettings:
             return self
         return dataclasses.replace(self, env_args=tuple(self.env_args or ()) + tuple(extra))
 
-    def for_env_classes(self, env_path: str | None = None, **values: Any) -> "LaunchSettings":
+    def for_env_classes(self, env_path: str | None = None, num_builds: int | None = None,
+                        **values: Any) -> "LaunchSettings":
         """What ``UnityVecEnv``/``AgentStream``/``MultiBehaviorVecEnv`` launch: these settings
-        with ``env_path`` and ``values`` on top and a fresh temporary log folder when none is
-        set. Raises ValueError when no build is named."""
+        with ``env_path``, ``num_builds`` (their name for ``num_envs``) and ``values`` on top,
+        and a fresh temporary log folder when none is set. Raises ValueError when no build is
+        named."""
+        if num_builds is not None and values.get("num_envs") not in (None, num_builds):
+            raise ValueError(f"num_builds={num_builds!r} and num_envs={values['num_envs']!r}: "
+                             f"they are the same setting, pass one of them")
+        if num_builds is not None:
+            values["num_envs"] = num_builds
         out = self.with_overrides(env_path=None if env_path is None else str(env_path),
                                   **values)
         if out.env_path is None:

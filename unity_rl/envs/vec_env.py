@@ -57,8 +57,7 @@ class UnityVecEnv(VectorEnv):
         ``base_port``, ``seed``, ``time_scale``, ``no_graphics``, ``timeout_wait``,
         ``env_parameters``...) on top; ``num_builds`` is ``num_envs``. The builds get
         ``seed + i`` (0 + i for seed -1) and ``restart_quota`` or the settings' quota."""
-        launch_settings = (settings or DEFAULTS).for_env_classes(env_path, num_envs=num_builds,
-                                                                 **launch)
+        launch_settings = (settings or DEFAULTS).for_env_classes(env_path, num_builds, **launch)
         builds = BuildSet(launch_settings, launch_settings.num_envs, launch_settings.build_seed,
                           restart_quota)
         self._attach(builds, behavior_name, other_behaviors)
