@@ -19,7 +19,8 @@ from typing import Any, Literal
 import yaml
 
 from unity_rl.algorithms.network_config import NetworkConfig
-from unity_rl.envs.settings import LaunchSettings
+from unity_rl.algorithms.registry import MLAGENTS_TRAINER_TYPES, trainer_type_names
+from unity_rl.algorithms.registry import trainer_type as trainer_type_spec
 from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
 from unity_rl.algorithms.reward_signals.registry import MLAGENTS_REWARD_SIGNALS, reward_signal_names
 from unity_rl.config.keys import (
@@ -35,8 +36,6 @@ from unity_rl.config.keys import (
     UNITY_RL_KEYS,
     UNSUPPORTED,
 )
-from unity_rl.algorithms.registry import MLAGENTS_TRAINER_TYPES, trainer_type_names
-from unity_rl.algorithms.registry import trainer_type as trainer_type_spec
 from unity_rl.config.sections import (
     SAMPLER_PARAMETERS,
     BehaviorConfig,
