@@ -1,10 +1,8 @@
 """The configuration's sections as frozen dataclasses (one docstring line per field), checked
-when built: ``RunConfig`` and its parts, ``ConfigError`` and ``FrozenMap``. The sections
+when built: ``RunConfig`` and its parts, and ``FrozenMap`` (``ConfigError`` is
+``unity_rl.errors``, re-exported). The sections
 ``env_settings`` and ``engine_settings`` are declared once, with every launch setting, as
 ``unity_rl.envs.settings.LaunchSettings`` (``RunConfig.launch``).
-
-Size: one frozen dataclass per section with a docstring line per field and its checks (about
-420 lines).
 """
 from __future__ import annotations
 
