@@ -190,6 +190,9 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=Path, default=RESULTS / "zoo.json")
     args = ap.parse_args(argv)
     configs_dir = args.configs_dir.resolve()
+    if not (configs_dir / "ppo").is_dir():
+        sys.exit(f"{configs_dir} holds no ppo/ folder of Unity's example configs: point "
+                 f"--configs-dir at ../shared/mlagents_learn/configs (or a copy of it)")
     names = args.only or zoo_configs(configs_dir)
     rows, learn_runs, port = [], [], args.base_port
     with tempfile.TemporaryDirectory(prefix="zoo_") as tmp_name:
