@@ -8,10 +8,10 @@ import pytest
 import torch
 from torch import nn
 
-from unity_rl.algorithms.encoders import (MIN_RESOLUTION, VISUAL_ENCODERS, FoldedNormalizer,
+from unity_rl.algorithms.encoders import (MIN_RESOLUTION, FoldedNormalizer,
                                      ObservationEncoder, ObservationLayout, ResNetBlock,
                                      concat_inputs, visual_encoder)
-from unity_rl.algorithms.network_config import VIS_ENCODE_TYPES, NetworkConfig
+from unity_rl.algorithms.network_config import VIS_ENCODE_TYPES, VISUAL_ENCODERS, NetworkConfig
 
 CONVS = {"simple": 2, "nature_cnn": 3, "match3": 2, "fully_connected": 0, "resnet": 3 + 3 * 2 * 2}
 

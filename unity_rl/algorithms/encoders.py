@@ -24,7 +24,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from unity_rl.algorithms.network_config import VISUAL_ENCODERS
 from unity_rl.algorithms.normalizer import RunningNormalizer
+from unity_rl.algorithms.spec import load_attribute
 
 ObsShapes = tuple[tuple[int, ...], ...]
 ObsShapesLike = Union[int, Sequence[Sequence[int]], Sequence[int]]
@@ -157,17 +159,7 @@ class ResNetVisualEncoder(nn.Module):
         return torch.relu(self.dense(self.sequential(x).reshape(-1, self.final_flat_size)))
 
 
-VISUAL_ENCODERS: dict[str, type[nn.Module]] = {
-    "simple": SimpleVisualEncoder,
-    "nature_cnn": NatureVisualEncoder,
-    "resnet": ResNetVisualEncoder,
-    "match3": SmallVisualEncoder,
-    "fully_connected": FullyConnectedVisualEncoder,
-}
-"""``vis_encode_type`` -> encoder class ``(height, width, channels, h_size)``."""
-
-MIN_RESOLUTION: dict[str, int] = {"simple": 20, "nature_cnn": 36, "resnet": 15, "match3": 5,
-                                  "fully_connected": 1}
+MIN_RESOLUTION: dict[str, int] = {name: minimum for name, (_, minimum) in VISUAL_ENCODERS.items()}
 """Smallest height and width each encoder accepts (ML-Agents' ``MIN_RESOLUTION_FOR_ENCODER``)."""
 
 
@@ -184,7 +176,7 @@ def visual_encoder(vis_encode_type: str, shape: Sequence[int], h_size: int,
                          f"smaller than the {minimum}x{minimum} minimum of vis_encode_type "
                          f"{vis_encode_type!r}; choose an encoder with a smaller minimum "
                          f"({', '.join(f'{k}: {v}' for k, v in MIN_RESOLUTION.items())})")
-    return VISUAL_ENCODERS[vis_encode_type](height, width, channels, h_size)
+    return load_attribute(VISUAL_ENCODERS[vis_encode_type][0])(height, width, channels, h_size)
 
 
 class ObservationLayout:

@@ -5,8 +5,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-VIS_ENCODE_TYPES = ("simple", "nature_cnn", "resnet", "match3", "fully_connected")
-"""ML-Agents' ``vis_encode_type`` values (``unity_rl.algorithms.encoders.VISUAL_ENCODERS``)."""
+_ENCODERS = "unity_rl.algorithms.encoders"
+VISUAL_ENCODERS: dict[str, tuple[str, int]] = {
+    "simple": (f"{_ENCODERS}:SimpleVisualEncoder", 20),
+    "nature_cnn": (f"{_ENCODERS}:NatureVisualEncoder", 36),
+    "resnet": (f"{_ENCODERS}:ResNetVisualEncoder", 15),
+    "match3": (f"{_ENCODERS}:SmallVisualEncoder", 5),
+    "fully_connected": (f"{_ENCODERS}:FullyConnectedVisualEncoder", 1),
+}
+"""The visual-encoder registry: ``vis_encode_type`` -> (``"module:Class"`` of its encoder, built as
+``Class(height, width, channels, h_size)`` and mapping NCHW floats to [n, h_size]; the smallest
+height and width it accepts, ML-Agents' ``MIN_RESOLUTION_FOR_ENCODER``). Adding an encoder is
+its module plus one line here; the class is imported only when a network uses it."""
+
+VIS_ENCODE_TYPES = tuple(VISUAL_ENCODERS)
+"""The accepted ``vis_encode_type`` values (ML-Agents' five, plus any registered above)."""
 
 
 @dataclass(frozen=True)
