@@ -58,6 +58,7 @@ def test_same_port_twice_in_one_machine_is_refused(free_base_port):
             UnityVecEnv(BALL, base_port=port, timeout_wait=30)
 
 
+@pytest.mark.slow
 def test_startup_timeout_quotes_the_log_and_leaves_nothing(tmp_path, free_base_port):
     build = tmp_path / "Silent.x86_64"
     build.write_text(textwrap.dedent("""\
@@ -76,6 +77,7 @@ def test_startup_timeout_quotes_the_log_and_leaves_nothing(tmp_path, free_base_p
     assert wait_gone([p.pid for p in leftovers]) == []
 
 
+@pytest.mark.slow
 def test_close_leaves_no_build_process(free_base_port):
     env = UnityVecEnv(BALL, num_builds=2, base_port=free_base_port(2), timeout_wait=30)
     pids = env.builds.pids()
@@ -96,6 +98,7 @@ with UnityVecEnv({env!r}, num_builds=2, base_port={port}, timeout_wait=30) as en
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_signals_to_the_python_side_leave_no_build(sig, free_base_port):
     code = SCRIPT.format(env=BALL, port=free_base_port(2))
@@ -113,6 +116,7 @@ def test_signals_to_the_python_side_leave_no_build(sig, free_base_port):
         proc.wait()
 
 
+@pytest.mark.slow
 def test_crash_option_with_quota_restarts_then_fails(free_base_port):
     quota = RestartQuota(max_lifetime_restarts=1, rate_limit_n=-1)
     from unity_rl.envs.launcher import BuildFailedError

@@ -402,6 +402,7 @@ def test_apex_wiring_never_trains_ahead_of_the_data_nor_waits_while_it_owes():
         runner.next_update()
 
 
+@pytest.mark.slow
 def test_checkpoint_skips_a_shared_buffer_a_live_process_keeps_locked():
     import multiprocessing as mp
 

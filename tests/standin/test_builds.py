@@ -141,6 +141,7 @@ def test_basic_action_masks(open_env):
     assert np.allclose(decision.reward, -0.01)
 
 
+@pytest.mark.slow
 def test_visual_observations_decode(open_env):
     env = open_env("VisualBall")
     env.reset()
@@ -171,6 +172,7 @@ def test_two_behaviors(open_env):
     assert env.get_steps(BALL)[0].agent_id.tolist() == [0, 1, 2, 3]  # academy step 5
 
 
+@pytest.mark.slow
 def test_crash_exit_code(open_env):
     env = open_env("3DBall", ["--standin-crash-after", "12", "--standin-crash-code", "3"],
                    timeout_wait=10)
@@ -181,6 +183,7 @@ def test_crash_exit_code(open_env):
         env.step()  # the player exits after academy step 12, before the message of step 15
 
 
+@pytest.mark.slow
 def test_hang_stops_answering_but_stays_alive(open_env):
     env = open_env("3DBall", ["--standin-hang-after", "7"], timeout_wait=3)
     env.reset()
@@ -203,6 +206,7 @@ def test_close_leaves_no_process(open_env):
     assert not psutil.pid_exists(pid) or gone(pid)
 
 
+@pytest.mark.slow
 def test_player_exits_when_the_python_side_is_killed(free_base_port, tmp_path):
     script = textwrap.dedent(
         f"""
@@ -235,6 +239,7 @@ def test_player_exits_when_the_python_side_is_killed(free_base_port, tmp_path):
             os.kill(player_pid, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_player_is_silent_on_stdout_and_stderr(open_env, tmp_path, monkeypatch):
     out = open(tmp_path / "stdout", "wb")
     err = open(tmp_path / "stderr", "wb")
@@ -258,6 +263,7 @@ def test_player_is_silent_on_stdout_and_stderr(open_env, tmp_path, monkeypatch):
     assert (tmp_path / "stderr").read_bytes() == b""
 
 
+@pytest.mark.slow
 def test_no_trainer_and_bad_options_exit_quietly(tmp_path, free_base_port):
     launcher = str(BUILDS_DIR / "3DBall.x86_64")
     port = str(free_base_port(1))
@@ -272,6 +278,7 @@ def test_no_trainer_and_bad_options_exit_quietly(tmp_path, free_base_port):
     assert "--standin-agents expects an integer" in (tmp_path / "b.log").read_text()
 
 
+@pytest.mark.slow
 def test_sigterm_ends_the_player_promptly(open_env):
     env = open_env("3DBall")
     env.reset()
@@ -282,6 +289,7 @@ def test_sigterm_ends_the_player_promptly(open_env):
     assert time.monotonic() - started < 2
 
 
+@pytest.mark.slow
 def test_slow_build_and_realtime_pacing(open_env):
     env = open_env("3DBall", ["--standin-step-delay", "0.02"])
     env.reset()
@@ -297,6 +305,7 @@ def test_slow_build_and_realtime_pacing(open_env):
     assert time.monotonic() - started >= 0.18
 
 
+@pytest.mark.slow
 def test_handshake_seed_drives_the_scene(open_env):
     first = []
     for args in ([], [], ["--standin-seed", "6"]):
