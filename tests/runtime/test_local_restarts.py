@@ -114,8 +114,9 @@ def test_sync_replacement_of_an_actor_that_had_delivered_waits_for_the_next_roun
         second = backend.receive(timeout=60)
         assert (second.actor_id, second.publication) == (0, 1)
         extra = []
-        while len(backend.incarnations()[1]) < 2:               # until the replacement is up
-            extra.append(backend.receive(timeout=0.2))
+        wait_until(lambda: extra.append(backend.receive(timeout=0.2))   # until the replacement
+                   or len(backend.incarnations()[1]) >= 2,               # is up
+                   timeout=120, what="the replacement of actor 1", interval=0)
         extra.append(backend.receive(timeout=1.0))
         assert [r for r in extra if r is not None] == []        # it waits for new weights
         assert backend.dropped_rollouts == 0                    # it had nothing in flight
@@ -217,9 +218,9 @@ def test_spent_budget_is_a_clear_error_naming_the_actor(budget):
         wait_until(lambda: (runner.next_update(), backend.incarnations()[1])[1][1:],
                    what="the replacement")
         os.kill(backend.actor_pids()[1], signal.SIGKILL)
-        with pytest.raises(ActorFailedError) as failure:
-            for _ in range(1000):
-                runner.next_update()
+        with pytest.raises(ActorFailedError) as failure:   # once the backend sees the death
+            wait_until(lambda: runner.next_update() and False, timeout=120, interval=0,
+                       what="the second kill to fail the run")
         assert backend.restarts == 1
     text = str(failure.value)
     assert failure.value.actor_id == 1
