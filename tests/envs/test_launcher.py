@@ -20,16 +20,23 @@ from unity_rl.envs.ports import PortInUseError
 BALL = str(BUILDS_DIR / "3DBall")
 
 
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def wait_gone(pids, timeout=30.0):
     """The pids of ``pids`` still alive (zombies count as gone) once all exit or ``timeout``
     passes: poll, as a process killed or told to stop exits when the scheduler lets it."""
     deadline = time.monotonic() + timeout
     alive = list(pids)
-    while alive and time.monotonic() < deadline:
-        alive = [p for p in alive if psutil.pid_exists(p)
-                 and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    while True:
+        alive = [p for p in alive if _alive(p)]
+        if not alive or time.monotonic() >= deadline:
+            return alive
         time.sleep(0.1)
-    return alive
 
 
 def test_wrong_path_names_it_and_says_what_to_do(tmp_path):
