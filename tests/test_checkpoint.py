@@ -94,6 +94,7 @@ _WRITER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_sigkill_during_saves_never_corrupts(tmp_path):
     """Kill the writer while a temp file exists (mid-write); the run dir stays loadable."""
     ckpt = tmp_path / "checkpoints"

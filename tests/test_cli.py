@@ -156,6 +156,7 @@ def test_wrong_env_path_exits_1(tmp_path, capsys):
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.slow
 def test_wrong_env_path_through_the_console_script(tmp_path):
     result = _cli("train", "--env", str(tmp_path / "Missing.x86_64"),
                   "--results-dir", str(tmp_path / "results"))

@@ -224,6 +224,7 @@ def _saved_policy(tmp_path, learner, obs_shapes, spec, net, trainer_type="ppo"):
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trainer_type", ["ppo", "ddpg"])
 def test_saved_policy_with_an_image_rebuilds_its_encoder_and_exports(tmp_path, trainer_type):
     from unity_rl.algorithms.ddpg.learner import DDPGConfig, DDPGLearner

@@ -59,6 +59,7 @@ def test_launcher_is_an_executable_with_its_spec_next_to_it(two_behaviors):
     assert "UNITY_RL_PYTHON" in text
 
 
+@pytest.mark.slow
 def test_camera_behavior_spaces_steps_and_both_episode_ends(two_behaviors, free_base_port):
     with UnityVecEnv(two_behaviors, base_port=free_base_port(1), behavior_name="Camera",
                      other_behaviors="zeros") as env:
@@ -77,6 +78,7 @@ def test_camera_behavior_spaces_steps_and_both_episode_ends(two_behaviors, free_
         assert truncated > 0 and terminated > 0   # MaxStep 12 and hits, 2 agents x 60 steps
 
 
+@pytest.mark.slow
 def test_hybrid_behavior_with_masks_and_decision_period(two_behaviors, free_base_port):
     with UnityVecEnv(two_behaviors, base_port=free_base_port(1), behavior_name="Hybrid",
                      other_behaviors="zeros") as env:
@@ -100,6 +102,7 @@ def test_hybrid_behavior_with_masks_and_decision_period(two_behaviors, free_base
         assert truncated > 0 and terminated > 0
 
 
+@pytest.mark.slow
 def test_agent_stream_sees_every_behavior_with_its_timing(two_behaviors, free_base_port):
     with AgentStream(two_behaviors, base_port=free_base_port(1),
                      behaviors=ALL_BEHAVIORS) as stream:
@@ -124,6 +127,7 @@ def test_agent_stream_sees_every_behavior_with_its_timing(two_behaviors, free_ba
         assert hybrid_decisions == [3, 0, 3, 0, 3, 0, 3, 0]   # decision period 2
 
 
+@pytest.mark.slow
 def test_same_seed_same_observations(tmp_path, free_base_port):
     path = mock_build(tmp_path, [MockBehavior("Vec", agents=2, observations=(
         MockObservation((6,)),), branches=(4,))])
@@ -195,6 +199,7 @@ def test_in_process_academy_from_the_spec_option():
     assert batch.action_mask.shape == (4, 5) and batch.action_mask.sum() == 4
 
 
+@pytest.mark.slow
 def test_one_behavior_mock_trains(tmp_path, free_base_port):
     from unity_rl.training.trainer import train
 

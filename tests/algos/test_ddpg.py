@@ -68,6 +68,7 @@ def test_updates_owed_respects_warmup_and_ratio():
 
 
 # -- the algorithm -----------------------------------------------------------------------------
+@pytest.mark.slow
 def test_td_target_bootstraps_on_truncation_not_on_termination():
     cfg = DDPGConfig(gamma=0.9)
     learner = make_learner(cfg)
@@ -126,6 +127,7 @@ def test_update_reports_metrics_and_td_errors_and_uses_is_weights():
     assert all(torch.equal(a, b) for a, b in zip(critic_before, fresh.critic.parameters()))
 
 
+@pytest.mark.slow
 def test_learns_a_one_step_continuous_bandit():
     """One state, one step, reward = −(a − 0.3)², terminated: μ(s) must approach 0.3."""
     cfg = DDPGConfig(actor_lr=3e-3, critic_lr=3e-3, batch_size=128, buffer_size=2048)

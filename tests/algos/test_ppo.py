@@ -73,6 +73,7 @@ def _bandit_trajectories(policy: PPOPolicy, rng: np.random.Generator, n: int) ->
                        rewards[i:i + 1], obs[i], True) for i in range(n)]
 
 
+@pytest.mark.slow
 def test_ppo_learns_a_continuous_bandit():
     cfg = PPOConfig(learning_rate=3e-3, lr_schedule="constant", buffer_size=256, minibatch_size=64,
                     num_epochs=4, ent_coef=0.0, max_steps=10_000)

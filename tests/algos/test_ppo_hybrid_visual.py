@@ -68,6 +68,7 @@ def test_hybrid_entropy_follows_ml_agents():
         assert dist.entropy().item() == pytest.approx(gaussian + branches, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_hybrid_ppo_learns_a_bandit_with_a_continuous_target_and_a_discrete_choice():
     """Reward −|e₀ − 0.5| − |e₁ + 0.3| + [branch 0 picks 2] + [branch 1 picks 0], e = what the
     environment gets of the continuous sample (clamp(a, −3, 3) / 3)."""
@@ -106,6 +107,7 @@ def _colour_images(rng, n):
     return images.reshape(n, -1), colours
 
 
+@pytest.mark.slow
 def test_simple_encoder_ppo_learns_to_name_the_colour_of_an_image():
     """Discrete action = the image's colour: chance is 1/3 without looking at the pixels."""
     net = NetworkConfig(hidden_units=32, num_layers=1, vis_encode_type="simple")

@@ -147,6 +147,7 @@ def _writer(buf: SharedReplayBuffer, start: int, count: int, chunk: int) -> None
     buf.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prioritized", [False, True])
 def test_shared_buffer_two_spawned_writers_parent_samples(prioritized):
     ctx = mp.get_context("spawn")
@@ -226,6 +227,7 @@ def _check_all_rows(buf: SharedReplayBuffer) -> None:
         _tree_is_consistent(buf)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prioritized", [False, True])
 @pytest.mark.parametrize("torn_rows", [0, 5])
 def test_holder_killed_while_holding_the_lock_is_recovered(prioritized, torn_rows):
@@ -258,6 +260,7 @@ def test_holder_killed_while_holding_the_lock_is_recovered(prioritized, torn_row
         assert set(buf.sample(4000).rewards.astype(int)) == expected
 
 
+@pytest.mark.slow
 def test_live_holder_makes_waiters_raise_naming_it_not_hang():
     ctx = mp.get_context("spawn")
     with SharedReplayBuffer(8, OBS_DIM, ACT_DIM, lock_timeout=1.5) as buf:
@@ -269,7 +272,7 @@ def test_live_holder_makes_waiters_raise_naming_it_not_hang():
             start = time.monotonic()
             with pytest.raises(ReplayLockTimeout, match=f"process {child.pid} \\(alive\\)"):
                 buf.add(make_batch(np.arange(3)))
-            assert 1.4 < time.monotonic() - start < 5
+            assert 1.4 < time.monotonic() - start < 30  # it raises (a loaded machine is slow)
         finally:
             child.kill()
             child.join(10)
@@ -277,49 +280,81 @@ def test_live_holder_makes_waiters_raise_naming_it_not_hang():
         assert len(buf) == 3 and buf.recoveries == 1
 
 
-def _busy_writer(buf: SharedReplayBuffer, seed: int) -> None:
-    """Child (forked): adds checksummed rows and updates priorities until it is killed."""
+def _busy_writer(buf: SharedReplayBuffer, seed: int, writing=None) -> None:
+    """Child (forked): adds checksummed rows and updates priorities until it is killed; sets
+    ``writing`` once its first add is done (from then on it holds the lock most of the time)."""
     rng = np.random.default_rng(seed)
     next_id = 1_000_000 * (seed + 1)
+    told = writing is None
     while True:
         n = int(rng.integers(1, 400))
         buf.add(make_batch(np.arange(next_id, next_id + n)), rng.random(n) * 5)
         next_id += n
+        if not told:
+            writing.set()
+            told = True
         if buf.prioritized and len(buf):
             idx = rng.integers(0, len(buf), 300)
             buf.update_priorities(idx, rng.random(300) * 5)
 
 
+MIN_KILLS, MAX_KILLS, KILLS_DEADLINE_S = 20, 200, 120.0
+"""The SIGKILL test kills at least MIN_KILLS writers, and goes on (up to MAX_KILLS or the
+deadline) until enough kills landed inside the lock: where a kill lands is up to the scheduler."""
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("prioritized", [False, True])
 def test_sigkill_during_writes_at_random_times_never_hangs_or_tears(prioritized, caplog):
     """>= 20 writers SIGKILLed at random moments (most of them inside add or update_priorities,
     holding the lock): the survivor's add and sample finish within a bounded time, and no row it
-    can see is half-written (every field of a row encodes the same id: a checksum)."""
+    can see is half-written (every field of a row encodes the same id: a checksum).
+
+    What matters is checked after every kill (no hang, no torn row). How many kills land inside
+    the lock depends on scheduling (on a loaded machine a writer may still be starting when its
+    random pause ends), so each kill waits until its writer has written once, and kills go on
+    until at least 5 of them needed a recovery and one interrupted a write of rows."""
     ctx = mp.get_context("fork")  # fast to start 25 times; the buffer is inherited
     rng = np.random.default_rng(7)
+    deadline = time.monotonic() + KILLS_DEADLINE_S
+
+    def torn_messages() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "marked invalid" in r.getMessage()]
+
+    def enough(kills: int) -> bool:
+        rows_repaired = any(" (0 rows" not in m for m in torn_messages()) or prioritized
+        return kills >= MIN_KILLS and buf.recoveries >= 5 and rows_repaired
+
     with SharedReplayBuffer(1000, OBS_DIM, ACT_DIM, seed=8, prioritized=prioritized,
                             lock_timeout=10) as buf:
         buf.add(make_batch(np.arange(1, 300)))
         kills = 0
-        for round_ in range(25):
-            child = ctx.Process(target=_busy_writer, args=(buf, round_), daemon=True)
+        while not enough(kills) and kills < MAX_KILLS and time.monotonic() < deadline:
+            round_ = kills
+            writing = ctx.Event()
+            child = ctx.Process(target=_busy_writer, args=(buf, round_, writing), daemon=True)
             child.start()
-            time.sleep(float(rng.uniform(0.01, 0.08)))
-            os.kill(child.pid, signal.SIGKILL)
-            child.join(10)
-            assert child.exitcode == -signal.SIGKILL
+            try:
+                assert writing.wait(60), f"writer {round_} never wrote"
+                time.sleep(float(rng.uniform(0.01, 0.08)))  # a random moment of its writing
+                os.kill(child.pid, signal.SIGKILL)
+                child.join(30)
+                assert child.exitcode == -signal.SIGKILL
+            finally:
+                if child.is_alive():
+                    child.kill()
             kills += 1
             start = time.monotonic()
             buf.add(make_batch(np.arange(500_000 + 10 * round_, 500_000 + 10 * round_ + 10)))
             _check_all_rows(buf)
+            # a dead holder's lock comes back at once, not after lock_timeout (10 s)
             assert time.monotonic() - start < 5
-        assert kills >= 20
         # most kills land inside the lock (the writer holds it most of the time), and some in
         # the middle of writing rows: the torn-write repair really ran
-        assert buf.recoveries >= 5, buf.recoveries
-        torn = [r.getMessage() for r in caplog.records if "marked invalid" in r.getMessage()]
+        torn = torn_messages()
+        assert enough(kills), (f"after {kills} kills: {buf.recoveries} recoveries (want >= 5), "
+                               f"repair messages {torn}")
         assert len(torn) == buf.recoveries
-        assert any(" (0 rows" not in m for m in torn) or prioritized, torn
 
 
 def test_shared_buffer_attaches_from_a_handle_without_a_lock_object():
@@ -346,7 +381,9 @@ _CPPRB_KILL = """
 import multiprocessing as mp, os, signal, threading, time
 import numpy as np
 from cpprb import MPPrioritizedReplayBuffer
-def writer(buf):
+def writer(buf, writing):
+    buf.add(obs=np.ones((200, 8)), rew=np.ones(200), priorities=np.ones(200))
+    writing.set()
     while True:
         buf.add(obs=np.ones((200, 8)), rew=np.ones(200), priorities=np.ones(200))
         s = buf.sample(64)
@@ -357,8 +394,12 @@ if __name__ == "__main__":
     buf.add(obs=np.ones((100, 8)), rew=np.ones(100), priorities=np.ones(100))
     rng = np.random.default_rng(0)
     for k in range(20):
-        p = ctx.Process(target=writer, args=(buf,), daemon=True)
+        writing = ctx.Event()
+        p = ctx.Process(target=writer, args=(buf, writing), daemon=True)
         p.start()
+        if not writing.wait(60):  # a loaded machine may be slow to start it: wait, then pause
+            print(f"writer {k + 1} never wrote", flush=True)
+            os._exit(4)
         time.sleep(rng.uniform(0.01, 0.08))
         os.kill(p.pid, signal.SIGKILL)
         p.join()
@@ -376,6 +417,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 def test_cpprb_mp_buffer_deadlocks_after_a_writer_is_killed(tmp_path):
     """Why the shared buffer stays ours: the same kill loop freezes cpprb's
     MPPrioritizedReplayBuffer (its lock is never given back), usually at the first kill."""

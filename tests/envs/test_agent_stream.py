@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import psutil
+import pytest
 
 from tests.conftest import BUILDS_DIR
 from unity_rl import AgentKey, AgentStream
@@ -15,6 +16,7 @@ def random_actions(result, rng):
     return rng.uniform(-1, 1, (len(result.decisions.keys), 2)).astype(np.float32)
 
 
+@pytest.mark.slow
 def test_keys_identify_build_behavior_and_agent(free_base_port):
     with AgentStream(BALL, num_builds=2, base_port=free_base_port(2), timeout_wait=30) as stream:
         result = stream.reset()
@@ -25,6 +27,7 @@ def test_keys_identify_build_behavior_and_agent(free_base_port):
         assert result.decisions.obs[0].shape == (24, 8)
 
 
+@pytest.mark.slow
 def test_terminal_only_results_and_terminal_plus_decision(free_base_port):
     rng = np.random.default_rng(0)
     terminal_only = both = 0
@@ -68,6 +71,7 @@ def test_late_agent_appears(free_base_port):
     assert len(first) == 2 and len(seen) == 3
 
 
+@pytest.mark.slow
 def test_restart_reports_cut_episodes_for_that_build_only(free_base_port):
     rng = np.random.default_rng(0)
     quota = RestartQuota(max_lifetime_restarts=2, rate_limit_n=-1)

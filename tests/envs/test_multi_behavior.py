@@ -21,6 +21,7 @@ def all_actions(results):
             BASIC: np.full(len(basic.keys), RIGHT)}
 
 
+@pytest.mark.slow
 def test_all_behaviors_step_every_build_once_and_route_actions(free_base_port):
     with AgentStream(TWO, num_builds=2, base_port=free_base_port(2), timeout_wait=30,
                      behaviors=ALL_BEHAVIORS) as stream:

@@ -24,6 +24,7 @@ def actions_for(env, ready):
     return out
 
 
+@pytest.mark.slow
 def test_dicts_per_behavior_and_only_deciding_behaviors_per_step(free_base_port):
     with MultiBehaviorVecEnv(TWO, num_builds=2, base_port=free_base_port(2),
                              timeout_wait=30) as env:

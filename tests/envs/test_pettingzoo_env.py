@@ -120,6 +120,7 @@ def test_basic_max_step_truncates_and_random_episodes(free_base_port):
         assert all(ep["l"] == 5 for _, kind, ep in ends if kind == "truncated")
 
 
+@pytest.mark.slow
 def test_3dball_two_builds_random_episodes(free_base_port):
     with UnityParallelEnv(BALL, num_builds=2, base_port=free_base_port(2),
                           timeout_wait=30) as env:
@@ -159,6 +160,7 @@ def test_parallel_api_test_basic_and_3dball_without_revival(free_base_port):
         assert len(env.agents) == 12
 
 
+@pytest.mark.slow
 def test_two_behaviors_decide_at_their_own_periods(free_base_port):
     with UnityParallelEnv(TWO, base_port=free_base_port(1), timeout_wait=30) as env:
         obs, infos = env.reset()

@@ -60,6 +60,7 @@ def test_record_episode_statistics_wrapper(free_base_port):
         env.close()
 
 
+@pytest.mark.slow
 def test_builds_listen_on_distinct_ports(free_base_port):
     base = free_base_port(4)
     with UnityVecEnv(BALL, num_builds=2, base_port=base, worker_id_start=2,
@@ -136,6 +137,7 @@ def test_different_decision_periods_raise_timing_error(free_base_port):
                 env.step(env.action_space.sample())
 
 
+@pytest.mark.slow
 def test_same_seed_same_start_different_seed_differs(free_base_port):
     with UnityVecEnv(BALL, base_port=free_base_port(1), timeout_wait=30) as env:
         a, _ = env.reset(seed=11)
@@ -145,6 +147,7 @@ def test_same_seed_same_start_different_seed_differs(free_base_port):
     assert not np.allclose(a, c)
 
 
+@pytest.mark.slow
 def test_killed_build_is_restarted_alone(free_base_port):
     quota = RestartQuota(max_lifetime_restarts=3, rate_limit_n=-1)
     with UnityVecEnv(BALL, num_builds=2, base_port=free_base_port(2), timeout_wait=30,
@@ -160,11 +163,12 @@ def test_killed_build_is_restarted_alone(free_base_port):
         assert info["build_restarted"][12:].all() and not info["build_restarted"][:12].any()
         assert not truncated[:12].any()
         assert env.builds.restart_count == [0, 1]
-        assert not victim.is_running()
+        assert psutil.wait_procs([victim], timeout=15)[1] == []   # gone (not a zombie either)
         del lengths_before
         env.step(env.action_space.sample())
 
 
+@pytest.mark.slow
 def test_hung_build_is_restarted(free_base_port):
     quota = RestartQuota(max_lifetime_restarts=3, rate_limit_n=-1)
     with UnityVecEnv(BALL, num_builds=2, base_port=free_base_port(2), timeout_wait=30,
@@ -175,9 +179,10 @@ def test_hung_build_is_restarted(free_base_port):
         _, _, _, truncated, info = env.step(env.action_space.sample())
         assert truncated[:12].all() and not truncated[12:].any()
         assert env.builds.restart_count == [1, 0]
-        assert not victim.is_running() or victim.status() == psutil.STATUS_ZOMBIE
+        assert psutil.wait_procs([victim], timeout=15)[1] == []   # gone (not a zombie either)
 
 
+@pytest.mark.slow
 def test_restart_quota_spent_is_a_clear_error(free_base_port):
     quota = RestartQuota(max_lifetime_restarts=0, rate_limit_n=-1)
     with UnityVecEnv(BALL, base_port=free_base_port(1), timeout_wait=30,
@@ -188,6 +193,7 @@ def test_restart_quota_spent_is_a_clear_error(free_base_port):
             env.step(env.action_space.sample())
 
 
+@pytest.mark.slow
 def test_environment_parameters_reach_the_build(free_base_port):
     """With gravity 0 no ball falls under random actions; with the default some do."""
     def falls(env_parameters):

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import psutil
 
+from tests.waiting import wait_until
 from unity_rl.config import FrozenMap, RunConfig, apply_overrides, load_config
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -102,9 +103,7 @@ class RandomKiller:
                 pid = pids[self.rng.randrange(len(pids))]
                 os.kill(pid, signal.SIGKILL)
                 self.killed.append(pid)
-                deadline = time.monotonic() + self.restart_timeout
-                while self.backend.restarts < i + 1:
-                    assert time.monotonic() < deadline, f"restart {i + 1} never came"
-                    time.sleep(0.05)
+                wait_until(lambda: self.backend.restarts >= i + 1,  # noqa: B023 - called now
+                           timeout=self.restart_timeout, what=f"restart {i + 1}")
         except BaseException as err:  # noqa: BLE001 - reported by the test's main thread
             self.errors.append(repr(err))

@@ -377,6 +377,7 @@ def test_sync_runner_pays_every_owed_update_and_publishes_once_per_round():
     assert done.episode_returns == [1.0, 1.0] and len(host.replay) == 120
 
 
+@pytest.mark.slow
 def test_apex_wiring_never_trains_ahead_of_the_data_nor_waits_while_it_owes():
     cfg = DDPGConfig(warmup_steps=0, replay_ratio=1.0, buffer_size=1000, batch_size=8)
     host = host_for(cfg)
@@ -402,6 +403,7 @@ def test_apex_wiring_never_trains_ahead_of_the_data_nor_waits_while_it_owes():
         runner.next_update()
 
 
+@pytest.mark.slow
 def test_checkpoint_skips_a_shared_buffer_a_live_process_keeps_locked():
     import multiprocessing as mp
 

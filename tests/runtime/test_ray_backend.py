@@ -26,6 +26,7 @@ import pytest
 
 from tests.runtime.fakes import BEHAVIOR, FakeStream
 from tests.runtime.helpers import assert_gone, REPO_ROOT, live_descendants, tiny_config
+from tests.waiting import wait_until
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner
 from unity_rl.checkpoint import CheckpointManager
@@ -84,10 +85,9 @@ def builds_on_ports(ports) -> list[psutil.Process]:
 
 
 def assert_no_builds_left(ports) -> None:
-    deadline = time.monotonic() + 15
-    while builds_on_ports(ports) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert builds_on_ports(ports) == []
+    wait_until(lambda: not builds_on_ports(ports), timeout=60, interval=0.2,
+               what=f"the builds on ports {list(ports)} to exit",
+               describe=lambda: [p.pid for p in builds_on_ports(ports)])
 
 
 
@@ -302,13 +302,17 @@ def test_actor_exception_carries_its_traceback_and_stop_is_idempotent(ray_cluste
         assert infos[0].behaviors[BEHAVIOR].num_agents == 4
         assert backend.receive(timeout=0) is None     # nothing asked for yet: no rollout
         backend.broadcast(weights_for(infos[0], 3))
-        with pytest.raises(ActorFailedError) as failure:
-            for _ in range(20):
-                rollout = backend.receive(timeout=30)
-                segment = rollout.segments[BEHAVIOR]
-                assert rollout.actor_id == 0 and rollout.publication == 3
-                assert segment.policy_version == 3
-                assert segment.trajectories[0].obs.flags.writeable
+        def actor_0_rollout_is_sound() -> bool:
+            rollout = backend.receive(timeout=30)
+            segment = rollout.segments[BEHAVIOR]
+            assert rollout.actor_id == 0 and rollout.publication == 3
+            assert segment.policy_version == 3
+            assert segment.trajectories[0].obs.flags.writeable
+            return False
+
+        with pytest.raises(ActorFailedError) as failure:   # whenever actor 1's crash arrives
+            wait_until(actor_0_rollout_is_sound, timeout=120, interval=0,
+                       what="actor 1's crash to be reported")
     finally:
         backend.stop()
         backend.stop()

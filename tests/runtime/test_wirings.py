@@ -128,6 +128,7 @@ def test_a_behavior_without_settings_is_an_error_naming_it():
     actor.close()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_sync_wiring_gathers_one_segment_per_actor_and_versions_increase():
     specs = [spec(k, sync=True) for k in range(2)]
@@ -145,6 +146,7 @@ def test_sync_wiring_gathers_one_segment_per_actor_and_versions_increase():
     assert live_descendants() == []
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_async_wiring_measures_lag_and_drops_stale_segments():
     # actor 1 is slow: its segments arrive late and carry old versions
@@ -171,6 +173,7 @@ def test_async_wiring_measures_lag_and_drops_stale_segments():
     assert live_descendants() == []
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_actor_exception_is_raised_in_learner_with_its_traceback():
     specs = [spec(0, sync=True), spec(1, sync=True, crash_after=40)]
@@ -188,6 +191,7 @@ def test_actor_exception_is_raised_in_learner_with_its_traceback():
     assert live_descendants() == []
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_killed_actor_without_restarts_is_reported_by_name():
     specs = [spec(0, sync=True), spec(1, sync=True)]
@@ -204,6 +208,7 @@ def test_killed_actor_without_restarts_is_reported_by_name():
     assert live_descendants() == []
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_failure_while_starting_stops_the_other_actors():
     bad = spec(1, sync=True, stream_factory=functools.partial(FakeStream,

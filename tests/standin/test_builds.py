@@ -19,6 +19,7 @@ from mlagents_envs.side_channel.environment_parameters_channel import (
 )
 
 from tests.standin.conftest import BUILDS_DIR
+from tests.waiting import wait_until
 
 BALL = "3DBall?team=0"
 
@@ -141,6 +142,7 @@ def test_basic_action_masks(open_env):
     assert np.allclose(decision.reward, -0.01)
 
 
+@pytest.mark.slow
 def test_visual_observations_decode(open_env):
     env = open_env("VisualBall")
     env.reset()
@@ -171,6 +173,7 @@ def test_two_behaviors(open_env):
     assert env.get_steps(BALL)[0].agent_id.tolist() == [0, 1, 2, 3]  # academy step 5
 
 
+@pytest.mark.slow
 def test_crash_exit_code(open_env):
     env = open_env("3DBall", ["--standin-crash-after", "12", "--standin-crash-code", "3"],
                    timeout_wait=10)
@@ -181,6 +184,7 @@ def test_crash_exit_code(open_env):
         env.step()  # the player exits after academy step 12, before the message of step 15
 
 
+@pytest.mark.slow
 def test_hang_stops_answering_but_stays_alive(open_env):
     env = open_env("3DBall", ["--standin-hang-after", "7"], timeout_wait=3)
     env.reset()
@@ -200,9 +204,10 @@ def test_close_leaves_no_process(open_env):
     process = psutil.Process(pid)
     assert process.is_running()
     env.close()
-    assert not psutil.pid_exists(pid) or gone(pid)
+    wait_until(lambda: gone(pid), timeout=15, what=f"the player (pid {pid}) to exit")
 
 
+@pytest.mark.slow
 def test_player_exits_when_the_python_side_is_killed(free_base_port, tmp_path):
     script = textwrap.dedent(
         f"""
@@ -224,10 +229,8 @@ def test_player_exits_when_the_python_side_is_killed(free_base_port, tmp_path):
         assert not gone(player_pid)
         holder.send_signal(signal.SIGKILL)
         holder.wait(10)
-        deadline = time.monotonic() + 5
-        while not gone(player_pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert gone(player_pid), "the player outlived its trainer"
+        wait_until(lambda: gone(player_pid), timeout=30,
+                   what="the player to exit after its trainer was killed")
     finally:
         if holder.poll() is None:
             holder.kill()
@@ -235,6 +238,7 @@ def test_player_exits_when_the_python_side_is_killed(free_base_port, tmp_path):
             os.kill(player_pid, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_player_is_silent_on_stdout_and_stderr(open_env, tmp_path, monkeypatch):
     out = open(tmp_path / "stdout", "wb")
     err = open(tmp_path / "stderr", "wb")
@@ -258,6 +262,7 @@ def test_player_is_silent_on_stdout_and_stderr(open_env, tmp_path, monkeypatch):
     assert (tmp_path / "stderr").read_bytes() == b""
 
 
+@pytest.mark.slow
 def test_no_trainer_and_bad_options_exit_quietly(tmp_path, free_base_port):
     launcher = str(BUILDS_DIR / "3DBall.x86_64")
     port = str(free_base_port(1))
@@ -272,16 +277,18 @@ def test_no_trainer_and_bad_options_exit_quietly(tmp_path, free_base_port):
     assert "--standin-agents expects an integer" in (tmp_path / "b.log").read_text()
 
 
+@pytest.mark.slow
 def test_sigterm_ends_the_player_promptly(open_env):
     env = open_env("3DBall")
     env.reset()
     process = env._process
     started = time.monotonic()
     process.send_signal(signal.SIGTERM)
-    assert process.wait(5) == -signal.SIGTERM
-    assert time.monotonic() - started < 2
+    assert process.wait(30) == -signal.SIGTERM
+    assert time.monotonic() - started < 10   # the signal's default action, not a timeout
 
 
+@pytest.mark.slow
 def test_slow_build_and_realtime_pacing(open_env):
     env = open_env("3DBall", ["--standin-step-delay", "0.02"])
     env.reset()
@@ -297,6 +304,7 @@ def test_slow_build_and_realtime_pacing(open_env):
     assert time.monotonic() - started >= 0.18
 
 
+@pytest.mark.slow
 def test_handshake_seed_drives_the_scene(open_env):
     first = []
     for args in ([], [], ["--standin-seed", "6"]):

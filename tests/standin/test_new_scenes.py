@@ -3,6 +3,7 @@ and their models. GridWorld as Unity's scene: tests/standin/test_zoo_scenes.py."
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from mlagents_envs.base_env import ActionTuple
 
 from tests.standin.test_builds import random_step
@@ -23,6 +24,7 @@ GW, FC, FG = "GridWorld?team=0", "FoodCollector?team=0", "FloatGrid?team=0"
 TINTED = "--standin-gridworld-tinted"
 
 
+@pytest.mark.slow
 def test_gridworld_build_spec_png_masks_and_decision_period(open_env):
     env = open_env("GridWorld", args=[TINTED])
     env.reset()
@@ -130,6 +132,7 @@ def _oracle(model, i, rng):
     return oracle_action(model, i)
 
 
+@pytest.mark.slow
 def test_gridworld_oracle_and_random_returns():
     """3x3 by default: the true state solves it (about +0.99), a random masked policy is at
     chance (about -0.03); Unity's 5x5 (gridSize 5): +0.95 against about -0.25."""
@@ -157,6 +160,7 @@ def test_gridworld_grid_size_parameter_and_default():
     assert image[13 + 6, 13 + 6].tolist() == _COLOURS[1].tolist()
 
 
+@pytest.mark.slow
 def test_gridworld_blind_option_sends_black_png_images(open_env):
     env = open_env("GridWorld", args=[TINTED, "--standin-blind"])
     env.reset()
@@ -202,6 +206,7 @@ def test_food_collector_moving_to_food_eats_it():
     assert obs.dtype == np.float32 and obs.shape == (8,)
 
 
+@pytest.mark.slow
 def test_float_grid_is_sent_uncompressed_and_exact(open_env):
     env = open_env("FloatGrid")
     env.reset()

@@ -50,6 +50,7 @@ def test_random_actions_drop_the_ball_within_a_few_seconds():
     assert mean_episode_s < 4.0
 
 
+@pytest.mark.slow
 def test_pd_controller_balances_for_the_whole_episode():
     falls, truncations = run_3dball(lambda obs, rng: pd_controller(obs), 5001)
     assert falls == 0
