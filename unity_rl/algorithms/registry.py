@@ -6,9 +6,7 @@ evaluate and the runtime all ask this registry. Importing it imports no torch.
 """
 from __future__ import annotations
 
-import importlib
-
-from unity_rl.algorithms.spec import TrainerTypeSpec
+from unity_rl.algorithms.spec import TrainerTypeSpec, registered_module
 
 TRAINER_TYPES: dict[str, str] = {
     "ppo": "unity_rl.algorithms.ppo",
@@ -28,9 +26,4 @@ def trainer_type_names() -> list[str]:
 
 def trainer_type(name: str) -> TrainerTypeSpec:
     """The spec of a registered trainer type; KeyError (naming the known ones) otherwise."""
-    try:
-        package = TRAINER_TYPES[name]
-    except (KeyError, TypeError):
-        raise KeyError(f"unknown trainer_type {name!r}; known: "
-                       f"{', '.join(repr(n) for n in TRAINER_TYPES)}") from None
-    return importlib.import_module(package).SPEC
+    return registered_module(TRAINER_TYPES, name, "trainer_type").SPEC

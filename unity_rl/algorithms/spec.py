@@ -15,6 +15,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+def registered_module(table: Mapping[str, str], name: Any, what: str):
+    """The module a registry (name -> dotted module path) names for ``name``, imported now;
+    KeyError naming ``what`` and the registered names otherwise."""
+    try:
+        module = table[name]
+    except (KeyError, TypeError):
+        raise KeyError(f"unknown {what} {name!r}; known: "
+                       f"{', '.join(repr(n) for n in table)}") from None
+    return importlib.import_module(module)
+
+
 def load_attribute(ref: str) -> Any:
     """The object named by ``"package.module:attribute"`` (imported now)."""
     module, _, attribute = ref.partition(":")

@@ -52,11 +52,8 @@ class UnityVecEnv(VectorEnv):
                  num_builds: int | None = None, behavior_name: str | None = None,
                  restart_quota: RestartQuota | None = None,
                  other_behaviors: OtherBehaviorsMode = "error", **launch: Any):
-        """Launches the builds of ``settings`` (default: ``LaunchSettings()``, mlagents-learn's
-        defaults) with ``env_path`` and the ``launch`` keywords (any ``LaunchSettings`` field:
-        ``base_port``, ``seed``, ``time_scale``, ``no_graphics``, ``timeout_wait``,
-        ``env_parameters``...) on top; ``num_builds`` is ``num_envs``. The builds get
-        ``seed + i`` (0 + i for seed -1) and ``restart_quota`` or the settings' quota."""
+        """Launches builds as ``AgentStream`` does (``settings`` with ``env_path``,
+        ``num_builds`` and any ``LaunchSettings`` field as a keyword on top)."""
         launch_settings = (settings or DEFAULTS).for_env_classes(env_path, num_builds, **launch)
         builds = BuildSet(launch_settings, launch_settings.num_envs, launch_settings.build_seed,
                           restart_quota)

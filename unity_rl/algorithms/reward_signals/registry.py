@@ -5,7 +5,7 @@ Adding a signal is its module in this folder (a ``RewardSignal`` subclass export
 """
 from __future__ import annotations
 
-import importlib
+from unity_rl.algorithms.spec import registered_module
 
 REWARD_SIGNALS: dict[str, str] = {
     "extrinsic": "unity_rl.algorithms.reward_signals.extrinsic",
@@ -24,12 +24,7 @@ def reward_signal_names() -> list[str]:
 
 def provider_class(name: str) -> type:
     """The ``RewardSignal`` class of a registered signal; KeyError naming the known ones."""
-    try:
-        module = REWARD_SIGNALS[name]
-    except (KeyError, TypeError):
-        raise KeyError(f"unknown reward signal {name!r}; known: "
-                       f"{', '.join(repr(n) for n in REWARD_SIGNALS)}") from None
-    return importlib.import_module(module).PROVIDER
+    return registered_module(REWARD_SIGNALS, name, "reward signal").PROVIDER
 
 
 def make_reward_signals(configs, obs_shapes, action_spec) -> list:

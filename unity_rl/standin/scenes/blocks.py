@@ -43,7 +43,8 @@ from __future__ import annotations
 import numpy as np
 
 from unity_rl.standin.scenes.base import BehaviorSpecDef
-from unity_rl.standin.scenes.sensor_kit import Stacker, cast_rays, ray_angles, ray_directions
+from unity_rl.standin.scenes.sensor_kit import cast_rays, ray_angles, ray_directions
+from unity_rl.standin.scenes.stacking import VectorStack, stacked_name
 from unity_rl.standin.side_channels import EnvironmentParameters
 from unity_rl.standin.wire import ObsSpec
 
@@ -54,7 +55,7 @@ _VEC = (1,)
 
 def _ray_spec(name: str, stacks: int, tags: int) -> ObsSpec:
     size = stacks * len(ANGLES) * (tags + 2)
-    return ObsSpec(f"StackingSensor_size{stacks}_{name}", (size,), dimension_properties=_VEC)
+    return ObsSpec(stacked_name(stacks, name), (size,), dimension_properties=_VEC)
 
 
 def push_out(agent: np.ndarray, box_lo: np.ndarray, box_hi: np.ndarray):
@@ -105,7 +106,7 @@ class PushBlockModel:
         self.rng, self.params = rng, params
         self.pos, self.heading = np.zeros((n, 2)), np.zeros(n)
         self.block, self.block_half = np.zeros((n, 2)), np.ones(n)
-        self.stacks = [Stacker(n, 35, 3), Stacker(n, 35, 3)]
+        self.stacks = [VectorStack(n, 35, 3), VectorStack(n, 35, 3)]
 
     def reset(self, idx: np.ndarray) -> None:
         k = len(idx)
@@ -125,7 +126,7 @@ class PushBlockModel:
             todo = todo[gap < self.block_half[todo] + RADIUS + 0.5]
         self.heading[idx] = self.rng.uniform(-np.pi, np.pi, k)
         for s in self.stacks:
-            s.reset(idx)
+            s.clear(idx)
 
     def act(self, idx: np.ndarray, continuous: np.ndarray, discrete: np.ndarray):
         a = discrete[:, 0]
@@ -198,7 +199,7 @@ class WallJumpModel:
         self.wall = np.zeros(n)
         self.big = np.zeros(n, bool)
         self.gravity = np.full(n, 26.98)
-        self.stacks = [Stacker(n, 35, 6), Stacker(n, 35, 6), Stacker(n, 4, 6)]
+        self.stacks = [VectorStack(n, 35, 6), VectorStack(n, 35, 6), VectorStack(n, 4, 6)]
 
     def reset(self, idx: np.ndarray) -> None:
         k = len(idx)
@@ -217,7 +218,7 @@ class WallJumpModel:
         self.vy[idx] = 0.0
         self.heading[idx] = self.rng.uniform(-np.pi, np.pi, k)
         for s in self.stacks:
-            s.reset(idx)
+            s.clear(idx)
 
     def behavior_of(self, idx: np.ndarray) -> np.ndarray:
         """0: SmallWallJump (no wall or a small one), 1: BigWallJump."""

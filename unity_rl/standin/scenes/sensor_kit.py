@@ -1,9 +1,7 @@
-"""Sensor pieces shared by the zoo scenes: Unity's StackingSensor, RayPerceptionSensor3D layout,
-a vectorised ray caster against axis-aligned boxes, and PNG encoding of one-hot planes.
+"""Sensor pieces shared by the zoo scenes: RayPerceptionSensor3D layout, a vectorised ray caster
+against axis-aligned boxes, and PNG encoding of one-hot planes (Unity's StackingSensor is
+``stacking.py``).
 
-* ``Stacker``: Unity's ``StackingSensor``. Each observation (decision or terminal info) pushes one
-  frame; the stack is written oldest first, newest last; ``reset`` (episode start, Unity's
-  ``ResetSensors``) zeroes it, so the first observation of an episode is ``[0, ..., 0, obs]``.
 * ``ray_angles``: ``RayPerceptionSensor.GetRayAngles``: 90 (forward) first, then 90 - d, 90 + d,
   90 - 2d, ... with d = maxRayDegrees / raysPerDirection; an angle a points to
   (cos a, sin a) in the agent's (right, forward) frame.
@@ -16,25 +14,6 @@ from __future__ import annotations
 import numpy as np
 
 from unity_rl.standin.scenes.visual_ball import encode_png
-
-
-class Stacker:
-    """Stacked observations of ``size`` floats per frame, ``stacks`` frames, per agent."""
-
-    def __init__(self, n: int, size: int, stacks: int):
-        self.size, self.stacks = size, stacks
-        self.frames = np.zeros((n, stacks, size), np.float32)
-
-    def reset(self, idx: np.ndarray) -> None:
-        self.frames[idx] = 0.0
-
-    def push(self, idx: np.ndarray, frame: np.ndarray) -> np.ndarray:
-        """Adds one frame per agent of ``idx``; returns the stacked vectors [k, stacks * size]."""
-        f = self.frames[idx]
-        f[:, :-1] = f[:, 1:]
-        f[:, -1] = frame
-        self.frames[idx] = f
-        return f.reshape(len(idx), -1)
 
 
 def ray_angles(rays_per_direction: int, max_degrees: float) -> np.ndarray:
