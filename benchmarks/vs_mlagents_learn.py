@@ -58,9 +58,10 @@ TOOLS = ("mlagents-learn", "unity-rl")
 @dataclasses.dataclass(frozen=True)
 class Scene:
     build: str                  # under unity_builds/, without .x86_64
-    configs: tuple[str, ...]    # files in --configs-dir; several are merged (one behavior each)
+    configs: tuple[str, ...]    # files in --configs-dir (or configs/... of this repo); merged
     targets: dict               # behavior -> mean return that counts as solved
     env_args: tuple[str, ...] = ()  # stand-in options for the build (both tools: --env-args)
+    tools: tuple[str, ...] = TOOLS  # which tools run it (a config of ours: unity-rl alone)
 
 
 # Add a row when a stand-in exists; rows whose build is missing are skipped with a message.
@@ -74,6 +75,11 @@ SCENES = {
                        ("--standin-gridworld-tinted",)),
     "TwoBehaviors": Scene("TwoBehaviors", ("3DBall.yaml", "Basic.yaml"),
                           {"3DBall": 95.0, "Basic": 0.9}),
+    # Unity's GridWorld as the default stand-in sends it: camera + GOAL_SIGNAL, 5x5, every step.
+    "GridWorldGoal": Scene("GridWorld", ("GridWorld.yaml",), {"GridWorld": 0.8}),
+    # the project's shipped 3DBall config (a path under the repository), unity-rl only
+    "3DBallShipped": Scene("3DBall", ("configs/ppo/3dball.yaml",), {"3DBall": 95.0},
+                           tools=("unity-rl",)),
 }
 
 
@@ -84,7 +90,7 @@ def make_config(configs_dir: Path, names, max_steps: int | None, tmp: Path) -> t
 
     One file and no override: Unity's file itself. Otherwise a temporary copy whose
     ``behaviors`` are merged from the files and whose ``max_steps`` alone is changed."""
-    paths = [Path(configs_dir) / n for n in names]
+    paths = [REPO / n if n.startswith("configs/") else Path(configs_dir) / n for n in names]
     if len(paths) == 1 and max_steps is None:
         return paths[0], False
     merged: dict = {}
@@ -145,10 +151,23 @@ def first_at_target(points, target: float, t_start: float) -> dict | None:
     return None
 
 
+def stays_at_target(points, target: float) -> int | None:
+    """Step of the first window after which every window (it included) is >= target; None when
+    the last window is below it."""
+    stays = None
+    for step, value, _ in points:
+        if value < target:
+            stays = None
+        elif stays is None:
+            stays = step
+    return stays
+
+
 def run_metrics(points, target: float, t_start: float) -> dict:
     hit = first_at_target(points, target, t_start)
     out = {"target": target, "reached": hit is not None,
            "steps_to_target": hit and hit["steps"], "wall_s_to_target": hit and hit["wall_s"],
+           "steps_stays_at_target": stays_at_target(points, target),
            "windows": len(points), "curve": [[s, round(v, 4), round(w - t_start, 2)]
                                              for s, v, w in points]}
     if points and points[-1][2] > t_start:
@@ -169,18 +188,24 @@ def summarize(runs: list[dict]) -> dict:
     for run in runs:
         for behavior, m in run.get("behaviors", {}).items():
             cell = out.setdefault(run["scene"], {}).setdefault(behavior, {}).setdefault(
-                run["tool"], {"runs": 0, "reached": 0, "_s": [], "_w": [], "_r": []})
+                run["tool"], {"runs": 0, "reached": 0, "_s": [], "_w": [], "_r": [], "_k": []})
             cell["runs"] += 1
             cell["reached"] += int(m["reached"])
             cell["_s"].append(m["steps_to_target"])
             cell["_w"].append(m["wall_s_to_target"])
             cell["_r"].append(m.get("agent_steps_per_s"))
+            cell["_k"].append(m.get("steps_stays_at_target"))
     for behaviors in out.values():
         for tools in behaviors.values():
             for cell in tools.values():
                 cell["median_steps_to_target"] = median(cell.pop("_s"))
                 cell["median_wall_s_to_target"] = median(cell.pop("_w"))
                 cell["median_agent_steps_per_s"] = median(cell.pop("_r"))
+                stays = cell.pop("_k")
+                cell["median_steps_stays_at_target"] = median(stays)
+                cell["range_steps_stays_at_target"] = (
+                    [min(v for v in stays if v is not None), max(v for v in stays if v is not None)]
+                    if any(v is not None for v in stays) else None)
             ours, theirs = tools.get("unity-rl"), tools.get("mlagents-learn")
             if ours and theirs:
                 tools["ratio_unity_rl_over_mlagents_learn"] = {
@@ -357,7 +382,7 @@ def main(argv=None) -> None:
                 print(f"[{scene_name}] config: {config} (from {', '.join(scene.configs)}; "
                       f"only max_steps changed / behaviors merged)")
             for i in range(args.seeds):
-                order = TOOLS if i % 2 == 0 else TOOLS[::-1]
+                order = scene.tools if i % 2 == 0 else scene.tools[::-1]
                 for tool in order:
                     runs.append(one_run(tool, scene_name, scene, args, config, args.seed + i,
                                         port, tmp))

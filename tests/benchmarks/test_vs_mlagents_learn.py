@@ -109,3 +109,10 @@ def test_missing_mlagents_venv_says_how_to_make_it(tmp_path, capsys):
                  str(tmp_path / "shared" / "configs")])
     message = str(exit_info.value.code)
     assert f"bash {tmp_path / 'shared' / 'install.sh'} {tmp_path / 'x'}" in message
+
+
+def test_stays_at_target_is_the_window_after_the_last_dip():
+    points = [(10, 50.0, 0), (20, 96.0, 0), (30, 80.0, 0), (40, 97.0, 0), (50, 99.0, 0)]
+    assert vs.stays_at_target(points, 95.0) == 40
+    assert vs.stays_at_target(points[:3], 95.0) is None  # ends below the target
+    assert vs.stays_at_target([], 95.0) is None
