@@ -334,6 +334,7 @@ class ActorSupervisor(ActorBackend):
         if slot.collecting:  # its rollout is lost with it
             self.dropped_rollouts += 1
         where = self._discard(slot)
+        slot.info = None  # readers (build_pids, ...) never see the dead incarnation's builds
         refused = slot.quota.try_consume()
         if refused is not None:
             slot.phase = Phase.STOPPED
