@@ -32,13 +32,15 @@ from typing import Any
 
 import torch
 
+from unity_rl.errors import UserError
+
 logger = logging.getLogger(__name__)
 
 CHECKPOINT_DIR = "checkpoints"
 _STEP_FILE = re.compile(r"^step-(\d+)\.pt$")
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(UserError, RuntimeError):
     """No usable checkpoint where one was expected; the message says where and what to do."""
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from unity_rl.config.dump import CONFIG_FILE
+from unity_rl.errors import UserError
 from unity_rl.interrupts import exit_status, sigterm_raises
 
 DEFAULT_CONFIG = "configs/ppo/3dball.yaml"
@@ -39,7 +40,7 @@ RUN_MARKERS = (CONFIG_FILE, "checkpoints")
 
 
 
-class CliError(Exception):
+class CliError(UserError):
     """A problem the user can fix; printed as one line, exit code 1."""
 
 
@@ -512,25 +513,6 @@ def _setup_logging(debug: bool) -> None:
     logging.basicConfig(level=logging.DEBUG if debug else logging.INFO, handlers=[handler])
 
 
-def _user_errors() -> tuple[type[BaseException], ...]:
-    """Exception types whose message is the whole story (no traceback)."""
-    from unity_rl.checkpoint import CheckpointError
-    from unity_rl.config import ConfigError
-    from unity_rl.envs.behavior import BehaviorNotFoundError, UnselectedBehaviorError
-    from unity_rl.envs.launcher import BuildFailedError, BuildLaunchError
-    from unity_rl.envs.ports import PortInUseError
-
-    errors: list[type[BaseException]] = [CliError, ConfigError, BuildLaunchError, BuildFailedError,
-                                         PortInUseError, CheckpointError, BehaviorNotFoundError,
-                                         UnselectedBehaviorError]
-    try:
-        from unity_rl.runtime.messages import ActorFailedError
-        errors.append(ActorFailedError)
-    except ImportError:
-        pass
-    return tuple(errors)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     parser = build_parser()
@@ -541,7 +523,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as stop:
         print("unity-rl: interrupted.", file=sys.stderr, flush=True)
         return exit_status(stop)
-    except _user_errors() as err:
+    except UserError as err:
         print(f"unity-rl: error: {err}", file=sys.stderr, flush=True)
         return 1
 

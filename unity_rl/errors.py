@@ -1,9 +1,15 @@
 """Errors that several layers raise and the CLI reports: defined here, below all of them, so a
-trainer type can raise a configuration error without importing the config package."""
+trainer type can raise a configuration error without importing the config package, and the CLI
+can tell a user's mistake from a bug without importing torch or mlagents-envs."""
 from __future__ import annotations
 
 
-class ConfigError(ValueError):
+class UserError(Exception):
+    """An error whose message is the whole story: what is wrong and what to do. The CLI prints
+    it without a traceback; every such error type of unity_rl derives from it."""
+
+
+class ConfigError(UserError, ValueError):
     """A configuration problem; the message names the file, the section and the key."""
 
     def __init__(self, file: str, section: str | None, key: str | None, problem: str):

@@ -28,6 +28,8 @@ import numpy as np
 from gymnasium import spaces
 from mlagents_envs.base_env import ActionSpec, ActionTuple, BehaviorSpec, DecisionSteps
 
+from unity_rl.errors import UserError
+
 
 logger = logging.getLogger(__name__)
 
@@ -37,11 +39,11 @@ ALL_BEHAVIORS = "*"
 OtherBehaviorsMode = Literal["error", "zeros"]
 
 
-class BehaviorNotFoundError(ValueError):
+class BehaviorNotFoundError(UserError, ValueError):
     """The requested behavior is not in the build, or a choice is needed and none was made."""
 
 
-class UnselectedBehaviorError(RuntimeError):
+class UnselectedBehaviorError(UserError, RuntimeError):
     """Agents of a behavior that was not selected request decisions (``other_behaviors="error"``)."""
 
 

@@ -32,17 +32,18 @@ from mlagents_envs.side_channel.environment_parameters_channel import (
 from unity_rl.envs.communicator import UnityBuild
 from unity_rl.envs.ports import acquire_port_lock, check_port_free
 from unity_rl.envs.settings import DEFAULTS, LaunchSettings  # noqa: F401 - re-exported
+from unity_rl.errors import UserError
 
 logger = logging.getLogger(__name__)
 
 EXECUTABLE_SUFFIXES = (".x86_64", ".x86", ".app", ".exe")
 
 
-class BuildLaunchError(RuntimeError):
+class BuildLaunchError(UserError, RuntimeError):
     """A build could not be started; the message says which, why, and what to do."""
 
 
-class BuildFailedError(RuntimeError):
+class BuildFailedError(UserError, RuntimeError):
     """A build died or hung and may not be restarted (quota spent)."""
 
 

@@ -12,8 +12,10 @@ from pathlib import Path
 import psutil
 from filelock import FileLock, Timeout
 
+from unity_rl.errors import UserError
 
-class PortInUseError(RuntimeError):
+
+class PortInUseError(UserError, RuntimeError):
     """A build's port is taken; the message names the port and, when known, the owner."""
 
 

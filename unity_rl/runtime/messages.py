@@ -21,6 +21,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, NamedTuple, Union
 
+from unity_rl.errors import UserError
 from unity_rl.experience import Segment
 
 
@@ -170,7 +171,7 @@ class Report(NamedTuple):
     payload: Union[ActorInfo, Rollout, ActorError]
 
 
-class ActorFailedError(RuntimeError):
+class ActorFailedError(UserError, RuntimeError):
     """An actor raised, died or stopped answering; the message names it and says why."""
 
     def __init__(self, actor_id: int, reason: str, error: ActorError | None = None):
