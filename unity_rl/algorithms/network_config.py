@@ -7,6 +7,10 @@ from dataclasses import dataclass
 
 VIS_ENCODE_TYPES = ("simple", "nature_cnn", "resnet", "match3", "fully_connected")
 """ML-Agents' ``vis_encode_type`` values (``unity_rl.algorithms.encoders.VISUAL_ENCODERS``)."""
+GOAL_CONDITIONING_TYPES = ("hyper", "none")
+"""ML-Agents' ``goal_conditioning_type`` values (``unity_rl.algorithms.conditioning``)."""
+GOAL_SIGNAL = 1
+"""``mlagents_envs.base_env.ObservationType.GOAL_SIGNAL``: an observation that is a goal."""
 
 
 @dataclass(frozen=True)
@@ -21,6 +25,9 @@ class NetworkConfig:
     """Number of hidden layers in each trunk (actor and critic have their own)."""
     vis_encode_type: str = "simple"
     """Encoder of each rank-3 (image) observation: one of ``VIS_ENCODE_TYPES``."""
+    goal_conditioning_type: str = "hyper"
+    """'hyper': with GOAL_SIGNAL observations, each body's last layer is a goal-fed HyperNetwork;
+    'none': goal observations are plain observations (ML-Agents' default: 'hyper')."""
 
     def __post_init__(self) -> None:
         for name in ("hidden_units", "num_layers"):
@@ -30,3 +37,17 @@ class NetworkConfig:
         if self.vis_encode_type not in VIS_ENCODE_TYPES:
             raise ValueError(f"network.vis_encode_type must be one of {', '.join(VIS_ENCODE_TYPES)}, "
                              f"got {self.vis_encode_type!r}")
+        if self.goal_conditioning_type not in GOAL_CONDITIONING_TYPES:
+            raise ValueError(f"network.goal_conditioning_type must be one of "
+                             f"{', '.join(GOAL_CONDITIONING_TYPES)}, got {self.goal_conditioning_type!r}")
+
+    def conditioning_goals(self, goal_indices) -> tuple[int, ...]:
+        """The goal observations a network body is conditioned on: ``goal_indices`` with 'hyper',
+        none with 'none' (then goals are only part of the ordinary encoding)."""
+        return tuple(int(i) for i in goal_indices) if self.goal_conditioning_type == "hyper" else ()
+
+
+def goal_indices_of(observation_specs) -> tuple[int, ...]:
+    """Indices of a BehaviorSpec's GOAL_SIGNAL observations (specs without a type: none)."""
+    return tuple(i for i, spec in enumerate(observation_specs)
+                 if int(getattr(spec, "observation_type", 0)) == GOAL_SIGNAL)
