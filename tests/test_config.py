@@ -500,7 +500,8 @@ def test_reward_signals_load_in_yaml_order_and_dump_back(tmp_path):
     assert cfg.behaviors["B"].gamma == 0.995 and cfg.behaviors["B"].reward_strength == 0.5
     dumped = dump_config(cfg)["behaviors"]["B"]["reward_signals"]
     assert dumped == {"extrinsic": {"gamma": 0.995, "strength": 0.5, "network_settings": {
-        "normalize": False, "hidden_units": 64, "num_layers": 2, "vis_encode_type": "simple"}}}
+        "normalize": False, "hidden_units": 64, "num_layers": 2, "vis_encode_type": "simple",
+        "goal_conditioning_type": "hyper"}}}
     assert parse_config(dump_config(cfg)) == cfg
     assert load_text(tmp_path, "behaviors: {B: {reward_signals: null}}\n").behaviors["B"].reward_signals \
         == (RewardSignalConfig("extrinsic"),)
