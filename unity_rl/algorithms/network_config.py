@@ -9,8 +9,6 @@ VIS_ENCODE_TYPES = ("simple", "nature_cnn", "resnet", "match3", "fully_connected
 """ML-Agents' ``vis_encode_type`` values (``unity_rl.algorithms.encoders.VISUAL_ENCODERS``)."""
 GOAL_CONDITIONING_TYPES = ("hyper", "none")
 """ML-Agents' ``goal_conditioning_type`` values (``unity_rl.algorithms.conditioning``)."""
-GOAL_SIGNAL = 1
-"""``mlagents_envs.base_env.ObservationType.GOAL_SIGNAL``: an observation that is a goal."""
 
 
 @dataclass(frozen=True)
@@ -45,9 +43,3 @@ class NetworkConfig:
         """The goal observations a network body is conditioned on: ``goal_indices`` with 'hyper',
         none with 'none' (then goals are only part of the ordinary encoding)."""
         return tuple(int(i) for i in goal_indices) if self.goal_conditioning_type == "hyper" else ()
-
-
-def goal_indices_of(observation_specs) -> tuple[int, ...]:
-    """Indices of a BehaviorSpec's GOAL_SIGNAL observations (specs without a type: none)."""
-    return tuple(i for i, spec in enumerate(observation_specs)
-                 if int(getattr(spec, "observation_type", 0)) == GOAL_SIGNAL)

@@ -138,6 +138,6 @@ class PPOAlgorithm(Algorithm):
         learner = PPOLearner(info.obs_shapes, info.action_spec, cfg.hyperparameters,
                              cfg.network_settings, device=ctx.device, seed=ctx.seed,
                              reward_signals=cfg.reward_signals,
-                             goal_indices=getattr(info, "goal_indices", ()))
+                             goal_indices=info.goal_indices)
         return PPOHost(learner, buffer_steps=cfg.hyperparameters.buffer_size,
                        drop_lag=ctx.max_policy_lag if ctx.mode == "async" else None)
