@@ -70,8 +70,11 @@ GOAL_SIGNAL = 1
 
 def goal_indices_of(observation_specs) -> tuple[int, ...]:
     """Indices of a BehaviorSpec's GOAL_SIGNAL observations (specs without a type: none)."""
-    return tuple(i for i, spec in enumerate(observation_specs)
-                 if int(getattr(spec, "observation_type", 0)) == GOAL_SIGNAL)
+    def type_value(spec) -> int:
+        kind = getattr(spec, "observation_type", 0)  # an Enum in mlagents_envs
+        return int(getattr(kind, "value", kind))
+
+    return tuple(i for i, spec in enumerate(observation_specs) if type_value(spec) == GOAL_SIGNAL)
 
 
 class BehaviorInfo(NamedTuple):
