@@ -75,7 +75,7 @@ class PPOPolicy(ActingPolicy):
 
     def load_weights(self, weights: dict) -> None:
         """Loads a ``PPOLearner.weights()`` dict (network, normaliser state, version, arch, value
-        heads)."""
+        heads, goal indices, shared critic); the network is rebuilt when its shape differs."""
         check_obs_shapes(self.obs_shapes, weights)
         arch = {**LEGACY_ARCH, **(weights.get("arch") or {})}
         heads = list(weights.get("value_heads") or ("extrinsic",))
