@@ -113,6 +113,9 @@ def test_shared_critic_has_no_critic_and_value_gradients_reach_the_actor_body(go
     policy = ppo_policy(SHAPES, DISCRETE, 0, network_cfg=net)  # weights bring shared_critic
     policy.load_weights(learner.weights())
     assert policy.model.shared_critic
+    obs = torch.randn(3, 8)
+    with torch.no_grad():  # the exported module is the actor alone, as without shared_critic
+        assert torch.equal(learner.export_module()(obs), policy.export_module()(obs))
 
 
 def test_ddpg_actor_and_critic_are_goal_conditioned():
