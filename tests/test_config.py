@@ -280,7 +280,6 @@ NET = "behaviors.3DBall.network_settings"
 
 
 @pytest.mark.parametrize("old, new, section, key", [
-    ("num_epoch: 3", "num_epoch: 3\n      shared_critic: true", HP, "shared_critic"),
     ("vis_encode_type: simple", "memory: {sequence_length: 64, memory_size: 256}", NET, "memory"),
     ("vis_encode_type: simple", "deterministic: true", NET, "deterministic"),
     ("strength: 1.0", "strength: 1.0\n      curiosity: {gamma: 0.99, strength: 0.02}",
@@ -331,6 +330,20 @@ def test_every_ml_agents_visual_encoder_is_accepted(tmp_path, encoder):
     cfg = load_text(tmp_path, MLAGENTS_3DBALL.replace("vis_encode_type: simple",
                                                       f"vis_encode_type: {encoder}"))
     assert cfg.behaviors["3DBall"].network_settings.vis_encode_type == encoder
+
+
+@pytest.mark.parametrize("kind", ["hyper", "none"])
+def test_goal_conditioning_type_and_shared_critic_are_read(tmp_path, kind):
+    text = MLAGENTS_3DBALL.replace("vis_encode_type: simple",
+                                   f"vis_encode_type: simple\n      goal_conditioning_type: {kind}")
+    cfg = load_text(tmp_path, text.replace("num_epoch: 3", "num_epoch: 3\n      shared_critic: true"))
+    assert cfg.behaviors["3DBall"].network_settings.goal_conditioning_type == kind
+    assert cfg.behaviors["3DBall"].hyperparameters.shared_critic is True
+    assert load_text(tmp_path, MLAGENTS_3DBALL).behaviors["3DBall"].network_settings \
+        .goal_conditioning_type == "hyper"  # ML-Agents' default
+    err = error_for(tmp_path, MLAGENTS_3DBALL.replace(
+        "vis_encode_type: simple", "vis_encode_type: simple\n      goal_conditioning_type: film"))
+    assert_names(err, NET, "goal_conditioning_type", "'film'", "hyper")
 
 
 def test_unknown_visual_encoder_names_the_key_and_the_value(tmp_path):
@@ -459,7 +472,8 @@ def test_a_plain_mlagents_ppo_file_gets_mlagents_ppo(tmp_path):
                       ).behaviors["B"].hyperparameters
     assert {f.name for f in dataclasses.fields(hp)} == {
         "learning_rate", "lr_schedule", "buffer_size", "minibatch_size", "num_epochs", "gae_lambda",
-        "clip_coef", "clip_coef_schedule", "ent_coef", "ent_coef_schedule", "max_steps"}
+        "clip_coef", "clip_coef_schedule", "ent_coef", "ent_coef_schedule", "max_steps",
+        "shared_critic"}
 
 
 @pytest.mark.parametrize("key, value", [
@@ -486,7 +500,8 @@ def test_reward_signals_load_in_yaml_order_and_dump_back(tmp_path):
     assert cfg.behaviors["B"].gamma == 0.995 and cfg.behaviors["B"].reward_strength == 0.5
     dumped = dump_config(cfg)["behaviors"]["B"]["reward_signals"]
     assert dumped == {"extrinsic": {"gamma": 0.995, "strength": 0.5, "network_settings": {
-        "normalize": False, "hidden_units": 64, "num_layers": 2, "vis_encode_type": "simple"}}}
+        "normalize": False, "hidden_units": 64, "num_layers": 2, "vis_encode_type": "simple",
+        "goal_conditioning_type": "hyper"}}}
     assert parse_config(dump_config(cfg)) == cfg
     assert load_text(tmp_path, "behaviors: {B: {reward_signals: null}}\n").behaviors["B"].reward_signals \
         == (RewardSignalConfig("extrinsic"),)

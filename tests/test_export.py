@@ -272,3 +272,44 @@ def test_saved_policy_without_recorded_shapes_is_a_flat_mlp(tmp_path):
     with torch.no_grad():
         np.testing.assert_array_equal(loaded.module(torch.from_numpy(flat)).numpy(),
                                       learner.export_module()(torch.from_numpy(flat)).numpy())
+
+
+GOAL_SHAPES = [(6,), (2,)]  # a vector and a GOAL_SIGNAL vector (obs_1), as GridWorld's one-hot
+
+
+@pytest.mark.parametrize("trainer_type", ["ppo", "ddpg"])
+def test_goal_conditioned_policy_exports_with_the_same_inputs_and_outputs(tmp_path, trainer_type):
+    """``goal_conditioning_type: hyper`` with a goal observation: the exported model still takes
+    obs_0..obs_n (the goal is one of them) and gives the torch module's actions."""
+    from unity_rl.algorithms.conditioning import ConditionalEncoder
+    from unity_rl.algorithms.ddpg.learner import DDPGConfig, DDPGLearner
+    from unity_rl.export import export_checkpoint, load_policy
+
+    net = NetworkConfig(normalize=True, hidden_units=16, num_layers=2)
+    if trainer_type == "ppo":
+        learner = PPOLearner(GOAL_SHAPES, CONTINUOUS, PPOConfig(), net, seed=0, goal_indices=(1,))
+        assert isinstance(learner.model.critic, ConditionalEncoder)
+    else:
+        learner = DDPGLearner(GOAL_SHAPES, CONTINUOUS, DDPGConfig(), 16, 2, True, seed=0,
+                              goal_indices=(1,))
+        assert isinstance(learner.critic.net.body, ConditionalEncoder)
+    rng = np.random.default_rng(8)
+    learner.layout.update(learner.normalizer, rng.normal(0.5, 2.0, (64, 8)))
+    path = _saved_policy(tmp_path, learner, GOAL_SHAPES, CONTINUOUS, net, trainer_type)
+    module = load_policy(path).module
+    onnx_path = export_checkpoint(path)
+    _, inputs, outputs = _io(onnx_path)
+    assert inputs == ["obs_0", "obs_1"]
+    assert outputs == ["version_number", "memory_size", "continuous_actions",
+                       "continuous_action_output_shape", "deterministic_continuous_actions"]
+    vector = rng.normal(size=(9, 6)).astype(np.float32)
+    goal = np.eye(2, dtype=np.float32)[rng.integers(0, 2, 9)]
+    session = ort.InferenceSession(str(onnx_path))
+    got = session.run(["continuous_actions"], {"obs_0": vector, "obs_1": goal})[0]
+    with torch.no_grad():
+        expected = module(torch.from_numpy(vector), torch.from_numpy(goal)).numpy()
+        trained = learner.export_module()(torch.from_numpy(np.concatenate([vector, goal], 1)))
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(expected, trained.numpy(), atol=1e-6)
+    other = session.run(["continuous_actions"], {"obs_0": vector, "obs_1": goal[:, ::-1].copy()})[0]
+    assert not np.allclose(other, got)  # the goal reaches the actions

@@ -6,7 +6,9 @@ by its policy, and its weights after ``PPOTrainer._update_policy``. Replaying th
 ``PPOLearner`` with the same settings must land on the same weights. With vector, hybrid and
 camera-plus-vector cases this checks the ``simple`` visual encoder, observation concatenation,
 value estimates, GAE, advantage normalisation, per-action ratios,
-masking, entropy, the value-loss clip, loss weights, schedules and Adam together.
+masking, entropy, the value-loss clip, loss weights, schedules and Adam together; the "goal"
+case (a GOAL_SIGNAL vector, ``goal_conditioning_type: hyper``) checks the HyperNetwork bodies
+and the "shared_critic" case ML-Agents' ``SharedActorCritic``.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from unity_rl.algorithms.reward_signals.config import RewardSignalConfig
 from unity_rl.experience import Trajectory
 
 REFERENCE = Path(__file__).resolve().parent / "mlagents_reference"
-CASES = ("discrete", "continuous", "hybrid", "visual")
+CASES = ("discrete", "continuous", "hybrid", "visual", "goal", "shared_critic")
 
 
 def _load(name: str) -> dict[str, dict[str, np.ndarray]]:
@@ -47,25 +49,36 @@ def _learner(case: dict) -> PPOLearner:
     cfg = PPOConfig(learning_rate=float(case["learning_rate"]), buffer_size=n, minibatch_size=n,
                     num_epochs=int(case["epochs"]), gae_lambda=float(case["lambd"]),
                     clip_coef=float(case["epsilon"]), ent_coef=float(case["beta"]),
-                    max_steps=int(case["max_steps"]))
+                    max_steps=int(case["max_steps"]),
+                    shared_critic=bool(case.get("shared_critic", False)))
     net = NetworkConfig(normalize=False, hidden_units=int(case["hidden"]),
                         num_layers=int(case["layers"]))
     extrinsic = RewardSignalConfig("extrinsic", gamma=float(case["gamma"]))
-    return PPOLearner(_obs_shapes(case), spec, cfg, net, seed=0, reward_signals=(extrinsic,))
+    goals = tuple(int(i) for i in case.get("goals", ()))
+    return PPOLearner(_obs_shapes(case), spec, cfg, net, seed=0, reward_signals=(extrinsic,),
+                      goal_indices=goals)
 
 
 def _our_key(learner: PPOLearner, key: str) -> str:
     """The reference's parameter name as ``ActorCritic`` calls it. Encoder parameters are named
     ``<actor|critic>_encoder/<k>/<ML-Agents' name>``: ours is that encoder's k-th parameter.
-    The critic's last layer ``critic.<2·layers>`` is ML-Agents' ``value_heads.extrinsic``."""
-    value_layer = f"critic.{len(learner.model.critic)}."  # the trunk holds 2·layers modules
-    if key.startswith(value_layer):
-        return "value_heads.extrinsic." + key[len(value_layer):]
+    The critic's last layer ``critic.<2·layers>`` is ML-Agents' ``value_heads.extrinsic``.
+    Goal-conditioned bodies keep ML-Agents' ``ConditionalEncoder`` names (``<actor|critic>.layers.*``):
+    the actor's is ``<head>.body``, its output layer ``actor.<2·layers>`` is ``<head>.out``."""
+    model = learner.model
+    head = 2 * model.num_layers  # a trunk holds 2·layers modules: Linear, Swish, ...
+    if key.startswith(f"critic.{head}."):
+        return "value_heads.extrinsic." + key[len(f"critic.{head}."):]
     if "/" in key:
         encoder, k, _ = key.split("/", 2)
-        names = [name for name, _ in getattr(learner.model, encoder).named_parameters()]
+        names = [name for name, _ in getattr(model, encoder).named_parameters()]
         return f"{encoder}.{names[int(k)]}"
-    return learner.model.head_name + key[len("actor"):] if key.startswith("actor.") else key
+    if not key.startswith("actor."):
+        return key
+    rest = key[len("actor."):]
+    if model.goal_conditioned:
+        rest = "out." + rest[len(f"{head}."):] if rest.startswith(f"{head}.") else "body." + rest
+    return f"{model.head_name}.{rest}"
 
 
 def _flat(data: dict, prefix: str, count: int) -> np.ndarray:

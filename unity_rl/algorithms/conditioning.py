@@ -17,10 +17,8 @@ import torch
 from torch import nn
 
 from unity_rl.algorithms.encoders import Swish
+from unity_rl.algorithms.network_config import GOAL_CONDITIONING_TYPES  # noqa: F401 (re-export)
 from unity_rl.algorithms.nets import mlagents_init
-
-GOAL_CONDITIONING_TYPES = ("hyper", "none")
-"""ML-Agents' ``goal_conditioning_type`` values."""
 
 
 class LayerNorm(nn.Module):
@@ -82,3 +80,21 @@ class ConditionalEncoder(nn.Module):
         for layer in self.layers:
             x = layer(x, goal) if isinstance(layer, HyperNetwork) else layer(x)
         return x
+
+
+class ConditionalMLP(nn.Module):
+    """A goal-conditioned trunk with an output layer: ``out(body(x, goal))`` (``body`` a
+    ``ConditionalEncoder``, ``out`` a Linear or None for the body alone); the goal-conditioned
+    counterpart of ``nets.mlp``. ``hidden(x, goal)`` is the body's encoding."""
+
+    def __init__(self, body: ConditionalEncoder, out: nn.Module | None):
+        super().__init__()
+        self.body = body
+        self.out = out
+
+    def hidden(self, x: torch.Tensor, goal: torch.Tensor) -> torch.Tensor:
+        return self.body(x, goal)
+
+    def forward(self, x: torch.Tensor, goal: torch.Tensor) -> torch.Tensor:
+        h = self.body(x, goal)
+        return h if self.out is None else self.out(h)

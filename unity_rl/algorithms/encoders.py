@@ -14,7 +14,10 @@ Contract:
   ``fully_connected``), with its minimum resolutions (``MIN_RESOLUTION``) and its
   initialisation of the dense layer (Kaiming normal, linear gain, times 1.41, zero bias).
 - ``ObservationEncoder`` outputs the encodings concatenated in observation order (as
-  ML-Agents' ``ObservationEncoder``); ``output_size`` is their total width.
+  ML-Agents' ``ObservationEncoder``); ``output_size`` is their total width. Given the indices of
+  the goal (GOAL_SIGNAL) observations, ``encode`` also returns the goal encoding: those
+  observations' encodings concatenated (a vector goal as it is), ML-Agents' ``get_goal_encoding``;
+  ``goal_size`` is its width.
 """
 from __future__ import annotations
 
@@ -225,37 +228,55 @@ class ObservationEncoder(nn.Module):
     A behavior with only vector observations gets a parameter-free encoder (identity).
     """
 
-    def __init__(self, obs_shapes: ObsShapesLike, network_cfg):
+    def __init__(self, obs_shapes: ObsShapesLike, network_cfg, goal_indices: Sequence[int] = ()):
         super().__init__()
         self.layout = ObservationLayout(obs_shapes)
         vis_encode_type = getattr(network_cfg, "vis_encode_type", "simple")
         self.encoders = nn.ModuleDict()
         self.output_size = 0
+        self.goal_indices = tuple(int(i) for i in goal_indices)
+        """Observations whose encodings make the goal encoding (``encode``)."""
+        if any(not 0 <= i < len(self.layout.obs_shapes) for i in self.goal_indices):
+            raise ValueError(f"goal observation indices {self.goal_indices} outside the "
+                             f"{len(self.layout.obs_shapes)} observations")
+        self.goal_size = 0
+        """Width of the goal encoding (0 without goal observations)."""
         for i, shape in enumerate(self.layout.obs_shapes):
+            size = 0
             if len(shape) == 1:
-                self.output_size += shape[0]
+                size = shape[0]
             elif len(shape) == 3:
                 encoder = visual_encoder(vis_encode_type, shape, network_cfg.hidden_units, i)
                 self.encoders[str(i)] = encoder
-                self.output_size += network_cfg.hidden_units
+                size = network_cfg.hidden_units
             elif len(shape) == 2:
                 raise ValueError(f"observation {i} has shape {shape}: variable-length (buffer "
                                  f"sensor) observations are not supported for training")
             else:
                 raise ValueError(f"observation {i} has shape {shape}: only rank-1 (vector) and "
                                  f"rank-3 (C, H, W image or grid) observations are supported")
+            self.output_size += size
+            self.goal_size += size if i in self.goal_indices else 0
         self.is_identity = not self.encoders
         """True when every observation is a vector: forward returns its input."""
 
     def forward(self, flat: torch.Tensor) -> torch.Tensor:
-        if self.is_identity:
-            return flat
+        return self.encode(flat)[0]
+
+    def encode(self, flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(encoding [n, output_size], goal encoding [n, goal_size] or None without goals)."""
+        if self.is_identity and not self.goal_indices:
+            return flat, None
         n = flat.shape[0]
         parts = []
         for i, (shape, columns) in enumerate(zip(self.layout.obs_shapes, self.layout.slices)):
             part = flat[:, columns]
             parts.append(self.encoders[str(i)](part.reshape(n, *shape)) if len(shape) == 3 else part)
-        return torch.cat(parts, dim=1)
+        encoding = flat if self.is_identity else torch.cat(parts, dim=1)
+        if not self.goal_indices:
+            return encoding, None
+        goals = [parts[i] for i in self.goal_indices]
+        return encoding, goals[0] if len(goals) == 1 else torch.cat(goals, dim=1)
 
 
 def concat_inputs(inputs: Sequence[torch.Tensor], obs_dim: int

@@ -20,6 +20,8 @@ its module plus one line here; the class is imported only when a network uses it
 
 VIS_ENCODE_TYPES = tuple(VISUAL_ENCODERS)
 """The accepted ``vis_encode_type`` values (ML-Agents' five, plus any registered above)."""
+GOAL_CONDITIONING_TYPES = ("hyper", "none")
+"""ML-Agents' ``goal_conditioning_type`` values (``unity_rl.algorithms.conditioning``)."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,9 @@ class NetworkConfig:
     """Number of hidden layers in each trunk (actor and critic have their own)."""
     vis_encode_type: str = "simple"
     """Encoder of each rank-3 (image) observation: one of ``VIS_ENCODE_TYPES``."""
+    goal_conditioning_type: str = "hyper"
+    """'hyper': with GOAL_SIGNAL observations, each body's last layer is a goal-fed HyperNetwork;
+    'none': goal observations are plain observations (ML-Agents' default: 'hyper')."""
 
     def __post_init__(self) -> None:
         for name in ("hidden_units", "num_layers"):
@@ -43,3 +48,11 @@ class NetworkConfig:
         if self.vis_encode_type not in VIS_ENCODE_TYPES:
             raise ValueError(f"network.vis_encode_type must be one of {', '.join(VIS_ENCODE_TYPES)}, "
                              f"got {self.vis_encode_type!r}")
+        if self.goal_conditioning_type not in GOAL_CONDITIONING_TYPES:
+            raise ValueError(f"network.goal_conditioning_type must be one of "
+                             f"{', '.join(GOAL_CONDITIONING_TYPES)}, got {self.goal_conditioning_type!r}")
+
+    def conditioning_goals(self, goal_indices) -> tuple[int, ...]:
+        """The goal observations a network body is conditioned on: ``goal_indices`` with 'hyper',
+        none with 'none' (then goals are only part of the ordinary encoding)."""
+        return tuple(int(i) for i in goal_indices) if self.goal_conditioning_type == "hyper" else ()

@@ -17,7 +17,8 @@ def hyperparameter_keys(trainer_type: str) -> dict[str, str]:
 
 
 NETWORK_KEYS = {"normalize": "normalize", "hidden_units": "hidden_units", "num_layers": "num_layers",
-                 "vis_encode_type": "vis_encode_type"}
+                 "vis_encode_type": "vis_encode_type",
+                 "goal_conditioning_type": "goal_conditioning_type"}
 BEHAVIOR_KEYS = {k: k for k in ("trainer_type", "max_steps", "time_horizon", "summary_freq",
                                  "checkpoint_interval", "keep_checkpoints", "even_checkpoints",
                                  "threaded")}
@@ -36,7 +37,7 @@ UNSUPPORTED: dict[str, dict[str, tuple]] = {
     # section kind -> key -> values that mean "feature off" (accepted and ignored)
     "behavior": {"init_path": (None,), "self_play": (None,),
                  "behavioral_cloning": (None,), "framework": ("pytorch",)},
-    "network": {"memory": (None,), "goal_conditioning_type": ("hyper",), "deterministic": (False,)},
+    "network": {"memory": (None,), "deterministic": (False,)},
     "checkpoint": {"load_model": (False,), "train_model": (False,)},
     "top": {"curriculum": (), "parameter_randomization": ()},
 }

@@ -25,7 +25,8 @@ Contract:
   (with the traceback text); the builds are closed in ``finally`` whatever happens.
 
 The actor never builds a learner (no optimiser state): it rebuilds each policy from a picklable
-``policy_factory(obs_shapes, action_spec, seed)`` and loads CPU weights shipped as plain dicts.
+``policy_factory(obs_shapes, action_spec, seed)`` (plus ``goal_indices=``, the GOAL_SIGNAL
+observations, when the BehaviorSpec has any) and loads CPU weights shipped as plain dicts.
 It reaches a policy only through ``unity_rl.runtime.acting.ActingPolicy`` (always passing the
 decision rows' agent keys to ``act``).
 """
@@ -57,12 +58,13 @@ from unity_rl.runtime.messages import (
     Report,
     Rollout,
     ToActor,
+    goal_indices_of,
 )
 
 logger = logging.getLogger(__name__)
 
 PolicyFactory = Callable[[Any, Any, int], ActingPolicy]
-"""(obs_shapes, action_spec, seed) -> a policy copy; must pickle (a module-level function or a
+"""(obs_shapes, action_spec, seed[, goal_indices=]) -> a policy copy; must pickle (a module-level function or a
 ``functools.partial`` of one) because it travels to the actor's process."""
 
 
@@ -162,7 +164,11 @@ class _Lane:
         self.obs_shapes = tuple(tuple(int(d) for d in o.shape)
                                 for o in behavior_spec.observation_specs)
         self.action_spec = behavior_spec.action_spec
-        self.policy = plan.policy_factory(self.obs_shapes, self.action_spec, seed)
+        self.goal_indices = goal_indices_of(behavior_spec.observation_specs)
+        # goal observations reach the policy only when there are some: factories written for
+        # the three-argument call keep working on builds without goal signals
+        goals = {"goal_indices": self.goal_indices} if self.goal_indices else {}
+        self.policy = plan.policy_factory(self.obs_shapes, self.action_spec, seed, **goals)
         if not isinstance(self.policy, ActingPolicy):
             raise TypeError(f"behavior {name}: the policy factory made a "
                             f"{type(self.policy).__name__}, not an ActingPolicy")
@@ -207,7 +213,7 @@ class _Lane:
 
     def info(self) -> BehaviorInfo:
         return BehaviorInfo(self.name, self.obs_shapes, self.action_spec,
-                            len(self.result.decisions.keys))
+                            len(self.result.decisions.keys), self.goal_indices)
 
     def close(self) -> None:
         self.policy.close()

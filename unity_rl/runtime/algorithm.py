@@ -36,7 +36,8 @@ class BehaviorPlan(NamedTuple):
     """How an actor acts for and collects one behavior (pickles: it travels to actors)."""
 
     policy_factory: Callable[..., Any]
-    """``(obs_shapes, action_spec, seed) -> policy copy`` (module-level function or partial)."""
+    """``(obs_shapes, action_spec, seed) -> policy copy`` (module-level function or partial);
+    called with ``goal_indices=`` too when the BehaviorSpec has GOAL_SIGNAL observations."""
     segment_steps: int
     """Completed agent-steps of this behavior per segment (per actor)."""
     time_horizon: int

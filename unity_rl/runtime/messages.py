@@ -65,6 +65,19 @@ class PolicyWeights(NamedTuple):
     """Full behavior name -> its weights."""
 
 
+GOAL_SIGNAL = 1
+"""``mlagents_envs.base_env.ObservationType.GOAL_SIGNAL``: an observation that is a goal."""
+
+
+def goal_indices_of(observation_specs) -> tuple[int, ...]:
+    """Indices of a BehaviorSpec's GOAL_SIGNAL observations (specs without a type: none)."""
+    def type_value(spec) -> int:
+        kind = getattr(spec, "observation_type", 0)  # an Enum in mlagents_envs
+        return int(getattr(kind, "value", kind))
+
+    return tuple(i for i, spec in enumerate(observation_specs) if type_value(spec) == GOAL_SIGNAL)
+
+
 class BehaviorInfo(NamedTuple):
     """What an actor's builds report about one behavior it trains."""
 
@@ -76,6 +89,8 @@ class BehaviorInfo(NamedTuple):
     """mlagents_envs ActionSpec (continuous_size, discrete_branches)."""
     num_agents: int
     """Agents of this behavior that requested a decision at reset, over the actor's builds."""
+    goal_indices: tuple[int, ...] = ()
+    """Indices of the observations of type GOAL_SIGNAL (goal conditioning); () for none."""
 
     @property
     def obs_dim(self) -> int:
@@ -103,7 +118,8 @@ class ActorInfo(NamedTuple):
 
     def layout(self) -> dict[str, tuple]:
         """Behavior -> (observation shapes, action spec): what must match across actors."""
-        return {name: (b.obs_shapes, tuple(b.action_spec)) for name, b in self.behaviors.items()}
+        return {name: (b.obs_shapes, tuple(b.action_spec), b.goal_indices)
+                for name, b in self.behaviors.items()}
 
 
 class Rollout(NamedTuple):

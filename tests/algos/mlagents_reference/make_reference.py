@@ -7,7 +7,8 @@ side by side), from the repository root::
     DIR/venv/bin/python tests/algos/mlagents_reference/make_reference.py
 
 For each case (discrete with masks, continuous, hybrid on vector observations; a camera
-image beside a vector through the ``simple`` encoder; no normalisation) this builds ML-Agents'
+image beside a vector through the ``simple`` encoder; a vector beside a GOAL_SIGNAL vector with
+``goal_conditioning_type: hyper``; ``shared_critic``; no normalisation) this builds ML-Agents'
 ``PPOTrainer`` with its policy and optimiser, samples
 trajectories of random observations with ML-Agents' own policy, feeds them through the trainer's
 ``_process_trajectory`` (value estimates, GAE) and runs ``_update_policy`` once. One minibatch
@@ -47,6 +48,13 @@ CASES = {
                    lambd=0.95, beta=5e-3, epochs=3),
     "visual": dict(obs=[(3, 20, 20), (4,)], continuous=0, branches=(5,), hidden=16, layers=1,
                    gamma=0.9, lambd=0.95, beta=1e-2, epochs=3, trajectories=16),
+    # GridWorld's shape on vectors: a one-hot GOAL_SIGNAL (goal_conditioning_type: hyper, the
+    # default), one masked branch of 5, num_layers 1: each body's only layer is the HyperNetwork
+    "goal": dict(obs=[(6,), (2,)], goals=(1,), continuous=0, branches=(5,), hidden=16, layers=1,
+                 gamma=0.9, lambd=0.95, beta=5e-3, epochs=3),
+    # shared_critic: value heads on the actor's body, one Adam over the actor (SharedActorCritic)
+    "shared_critic": dict(obs=[(8,)], continuous=2, branches=(), hidden=16, layers=2, gamma=0.99,
+                          lambd=0.95, beta=5e-3, epochs=3, shared_critic=True),
 }
 NUM_TRAJECTORIES, LENGTH = 64, 4
 LEARNING_RATE, EPSILON, MAX_STEPS = 3e-4, 0.2, 500_000
@@ -55,8 +63,9 @@ LEARNING_RATE, EPSILON, MAX_STEPS = 3e-4, 0.2, 500_000
 def _trainer(case: dict) -> tuple[PPOTrainer, BehaviorSpec]:
     props = {1: (DimensionProperty.NONE,),  # what Unity's vector and camera sensors report
              3: (DimensionProperty.NONE,) + (DimensionProperty.TRANSLATIONAL_EQUIVARIANCE,) * 2}
-    obs_specs = [ObservationSpec(tuple(shape), props[len(shape)], ObservationType.DEFAULT,
-                                 f"obs{i}")
+    obs_specs = [ObservationSpec(tuple(shape), props[len(shape)],
+                                 ObservationType.GOAL_SIGNAL if i in case.get("goals", ())
+                                 else ObservationType.DEFAULT, f"obs{i}")
                  for i, shape in enumerate(case["obs"])]
     spec = BehaviorSpec(obs_specs, ActionSpec(case["continuous"], tuple(case["branches"])))
     n = case.get("trajectories", NUM_TRAJECTORIES) * LENGTH
@@ -64,7 +73,8 @@ def _trainer(case: dict) -> tuple[PPOTrainer, BehaviorSpec]:
         hyperparameters=PPOSettings(batch_size=n, buffer_size=n - 1,
                                     learning_rate=LEARNING_RATE, beta=case["beta"],
                                     epsilon=EPSILON, lambd=case["lambd"],
-                                    num_epoch=case["epochs"]),
+                                    num_epoch=case["epochs"],
+                                    shared_critic=case.get("shared_critic", False)),
         network_settings=NetworkSettings(normalize=False, hidden_units=case["hidden"],
                                          num_layers=case["layers"]),
         reward_signals={RewardSignalType.EXTRINSIC: RewardSignalSettings(gamma=case["gamma"])},
@@ -76,21 +86,29 @@ def _trainer(case: dict) -> tuple[PPOTrainer, BehaviorSpec]:
 
 
 def _our_names(trainer: PPOTrainer, case: dict) -> dict[str, np.ndarray]:
-    """ML-Agents' actor and critic weights under ``ActorCritic``'s parameter names."""
+    """ML-Agents' actor and critic weights under ``ActorCritic``'s parameter names (the test maps
+    them on: ``actor.<k>`` is the actor MLP's k-th module, ``critic.<2·layers>`` the value head;
+    a goal-conditioned body keeps ML-Agents' ``ConditionalEncoder`` names after ``actor.`` /
+    ``critic.``; with ``shared_critic`` there is no critic of its own)."""
     actor = trainer.policy.actor.state_dict()
+    shared = case.get("shared_critic", False)
+    assert (trainer.optimizer.critic is trainer.policy.actor) == shared
     critic = trainer.optimizer.critic.state_dict()
     out = {}
-    for ours, module in (("actor_encoder", trainer.policy.actor),
-                         ("critic_encoder", trainer.optimizer.critic)):
+    modules = [("actor_encoder", trainer.policy.actor)]
+    if not shared:
+        modules.append(("critic_encoder", trainer.optimizer.critic))
+    for ours, module in modules:
         encoder = module.network_body.observation_encoder  # parameters in observation order
         for k, (name, param) in enumerate(encoder.named_parameters()):
             out[f"{ours}/{k}/{name}"] = param.detach().numpy()
-    for i in range(case["layers"]):
-        j = 2 * i  # nn.Sequential: Linear, Swish, Linear, Swish, ...
-        for part in ("weight", "bias"):
-            key = f"network_body._body_endoder.seq_layers.{j}.{part}"
-            out[f"actor.{j}.{part}"] = actor[key].numpy()
-            out[f"critic.{j}.{part}"] = critic[key].numpy()
+    for ours, state in [("actor", actor)] + ([] if shared else [("critic", critic)]):
+        body = "network_body._body_endoder."
+        for key, value in state.items():
+            if key.startswith(body + "seq_layers."):  # nn.Sequential: Linear, Swish, Linear, ...
+                out[f"{ours}.{key[len(body + 'seq_layers.'):]}"] = value.numpy()
+            elif key.startswith(body + "layers."):  # ConditionalEncoder: its own names
+                out[f"{ours}.{key[len(body):]}"] = value.numpy()
     head = 2 * case["layers"]
     rows_w, rows_b = [], []
     if case["continuous"]:
@@ -102,6 +120,7 @@ def _our_names(trainer: PPOTrainer, case: dict) -> dict[str, np.ndarray]:
         rows_b.append(actor[f"action_model._discrete_distribution.branches.{b}.bias"])
     out[f"actor.{head}.weight"] = torch.cat(rows_w).numpy()
     out[f"actor.{head}.bias"] = torch.cat(rows_b).numpy()
+    # the value head: critic.<head> (a separate critic), the actor's own (shared_critic)
     out[f"critic.{head}.weight"] = critic["value_heads.value_heads.extrinsic.weight"].numpy()
     out[f"critic.{head}.bias"] = critic["value_heads.value_heads.extrinsic.bias"].numpy()
     return {k: np.array(v, np.float32, copy=True) for k, v in out.items()}
@@ -110,7 +129,8 @@ def _our_names(trainer: PPOTrainer, case: dict) -> dict[str, np.ndarray]:
 def _sample(trainer: PPOTrainer, case: dict, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Trajectories acted by ML-Agents' policy; masks allow at least one action per branch."""
     n = case.get("trajectories", NUM_TRAJECTORIES) * LENGTH
-    obs = [_random_obs(rng, n, shape) for shape in case["obs"]]
+    goals = case.get("goals", ())
+    obs = [_random_obs(rng, n, shape, i in goals) for i, shape in enumerate(case["obs"])]
     branches = case["branches"]
     allowed = rng.random((n, sum(branches))) > 0.25
     start = 0
@@ -129,14 +149,17 @@ def _sample(trainer: PPOTrainer, case: dict, rng: np.random.Generator) -> dict[s
                          else np.zeros((n, 0), np.int64)),
             "logprobs": log_probs.flatten().numpy(),
             "rewards": rng.normal(size=n).astype(np.float32),
-            **{f"last_obs{i}": _random_obs(rng, n // LENGTH, shape)
+            **{f"last_obs{i}": _random_obs(rng, n // LENGTH, shape, i in goals)
                for i, shape in enumerate(case["obs"])},
             "terminated": rng.random(n // LENGTH) < 0.3}
     return data
 
 
-def _random_obs(rng: np.random.Generator, n: int, shape) -> np.ndarray:
-    """Vectors: standard normal; images: whole multiples of 1/255 in [0, 1]."""
+def _random_obs(rng: np.random.Generator, n: int, shape, goal: bool = False) -> np.ndarray:
+    """Vectors: standard normal (goals: one-hot, as GridWorld's); images: whole multiples of
+    1/255 in [0, 1]."""
+    if goal:
+        return np.eye(shape[0], dtype=np.float32)[rng.integers(0, shape[0], n)]
     if len(shape) == 1:
         return rng.normal(size=(n, *shape)).astype(np.float32)
     return (rng.integers(0, 256, size=(n, *shape)) / 255.0).astype(np.float32)

@@ -25,7 +25,7 @@ class DDPGActorPolicy(OffPolicyActingPolicy):
     agent's episode ends), clipped to the action bounds; uniform random actions in warm-up."""
 
     def __init__(self, obs_shapes: Any, action_spec: Any, seed: int, *, network_cfg: NetworkConfig,
-                 ddpg_cfg: DDPGConfig):
+                 ddpg_cfg: DDPGConfig, goal_indices: Sequence[int] = ()):
         super().__init__(ddpg_cfg)
         self.policy: DDPGPolicy | None = None
         try:
@@ -38,7 +38,9 @@ class DDPGActorPolicy(OffPolicyActingPolicy):
             return
         self.policy = DDPGPolicy(obs_shapes, action_spec, ddpg_cfg, network_cfg.hidden_units,
                                  network_cfg.num_layers, network_cfg.normalize, seed=seed,
-                                 vis_encode_type=network_cfg.vis_encode_type)
+                                 vis_encode_type=network_cfg.vis_encode_type,
+                                 goal_conditioning_type=network_cfg.goal_conditioning_type,
+                                 goal_indices=goal_indices)
 
     @property
     def version(self) -> int:
@@ -65,5 +67,6 @@ class DDPGActorPolicy(OffPolicyActingPolicy):
 
 
 def ddpg_policy(obs_shapes: Sequence[tuple[int, ...]], action_spec: Any, seed: int, **options):
-    """The actors' picklable factory: a ``DDPGActorPolicy`` (options: network_cfg, ddpg_cfg)."""
+    """The actors' picklable factory: a ``DDPGActorPolicy`` (options: network_cfg, ddpg_cfg,
+    goal_indices)."""
     return DDPGActorPolicy(obs_shapes, action_spec, seed, **options)

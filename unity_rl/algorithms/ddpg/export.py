@@ -19,7 +19,10 @@ def load_policy_module(state: dict, action_layout: Any, network_cfg: Any) -> nn.
         weights = learner if "actor" in learner else learner["ddpg"]
     policy = DDPGPolicy(saved_obs_shapes(state, weights), action_layout, DDPGConfig(),
                         network_cfg.hidden_units, network_cfg.num_layers, network_cfg.normalize,
-                        vis_encode_type=network_cfg.vis_encode_type)
+                        vis_encode_type=network_cfg.vis_encode_type,
+                        goal_conditioning_type=network_cfg.goal_conditioning_type,
+                        goal_indices=weights.get("goal_indices", ()))
     policy.load_weights({"actor": weights["actor"], "normalizer": weights["normalizer"],
-                         "version": weights.get("version", 0)})
+                         "version": weights.get("version", 0),
+                         "goal_indices": weights.get("goal_indices", ())})
     return ExportedActor(policy.actor, policy.normalizer)

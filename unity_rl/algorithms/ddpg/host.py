@@ -26,7 +26,9 @@ class DDPGAlgorithm(OffPolicyAlgorithm):
         return DDPGLearner(info.obs_shapes, info.action_spec, self.behavior_cfg.hyperparameters,
                            network.hidden_units, network.num_layers, network.normalize,
                            device=ctx.device, seed=ctx.seed,
-                           vis_encode_type=network.vis_encode_type)
+                           vis_encode_type=network.vis_encode_type,
+                           goal_conditioning_type=network.goal_conditioning_type,
+                           goal_indices=info.goal_indices)
 
     def policy_factory(self):
         return functools.partial(ddpg_policy, network_cfg=self.behavior_cfg.network_settings,

@@ -72,7 +72,8 @@ class DDPGPolicy:
 
     def __init__(self, obs_shapes: ObsShapesLike, action_spec: Any, ddpg_cfg: DDPGConfig,
                  hidden_units: int, num_layers: int, normalize: bool, seed: int | None = None,
-                 device: str = "cpu", vis_encode_type: str = "simple"):
+                 device: str = "cpu", vis_encode_type: str = "simple",
+                 goal_conditioning_type: str = "hyper", goal_indices: Sequence[int] = ()):
         self.cfg = ddpg_cfg
         self.layout = ObservationLayout(obs_shapes)
         self.obs_shapes = self.layout.obs_shapes
@@ -81,10 +82,14 @@ class DDPGPolicy:
         self.device = torch.device(device)
         self.version = -1
         """Version of the loaded weights (-1: none loaded yet)."""
-        network = NetworkConfig(normalize, hidden_units, num_layers, vis_encode_type)
+        network = NetworkConfig(normalize, hidden_units, num_layers, vis_encode_type,
+                                goal_conditioning_type)
+        self.goal_indices = tuple(int(i) for i in goal_indices)
+        """The BehaviorSpec's GOAL_SIGNAL observations."""
         self._net_args = (self.obs_shapes, self.act_dim, network)
+        self._goals = {"goal_indices": self.goal_indices}
         with seeded_init(0 if seed is None else seed):  # weights arrive later: leave global RNG be
-            self.actor = Actor(*self._net_args).to(self.device).eval()
+            self.actor = Actor(*self._net_args, **self._goals).to(self.device).eval()
         self.critic: QNetwork | None = None
         self.actor_target: Actor | None = None
         self.critic_target: QNetwork | None = None
@@ -100,14 +105,18 @@ class DDPGPolicy:
         if got is not None and tuple(tuple(s) for s in got) != self.obs_shapes:
             raise ValueError(f"these weights are for observation shapes {tuple(got)}, this "
                              f"policy was built for {self.obs_shapes}")
+        goals = tuple(int(i) for i in weights.get("goal_indices", ()))
+        if goals != self.goal_indices:
+            raise ValueError(f"these weights are for goal observations {goals}, this policy was "
+                             f"built for {self.goal_indices}")
         self.actor.load_state_dict(weights["actor"])
         if self.normalizer is not None:
             self.normalizer.load_state_dict(weights["normalizer"])
         if "critic" in weights:
             if self.critic is None:
-                self.critic = QNetwork(*self._net_args).to(self.device).eval()
-                self.actor_target = Actor(*self._net_args).to(self.device).eval()
-                self.critic_target = QNetwork(*self._net_args).to(self.device).eval()
+                self.critic = QNetwork(*self._net_args, **self._goals).to(self.device).eval()
+                self.actor_target = Actor(*self._net_args, **self._goals).to(self.device).eval()
+                self.critic_target = QNetwork(*self._net_args, **self._goals).to(self.device).eval()
             self.critic.load_state_dict(weights["critic"])
             self.actor_target.load_state_dict(weights["actor_target"])
             self.critic_target.load_state_dict(weights["critic_target"])
@@ -171,7 +180,8 @@ class DDPGLearner:
     def __init__(self, obs_shapes: ObsShapesLike, action_spec: Any, ddpg_cfg: DDPGConfig,
                  hidden_units: int, num_layers: int, normalize: bool, device: str = "cpu",
                  num_threads: int | None = None, seed: int | None = None,
-                 vis_encode_type: str = "simple"):
+                 vis_encode_type: str = "simple", goal_conditioning_type: str = "hyper",
+                 goal_indices: Sequence[int] = ()):
         del num_threads  # accepted for the runtime's callers; a learner sets no process-wide state
         self.cfg = ddpg_cfg
         self.layout = ObservationLayout(obs_shapes)
@@ -182,10 +192,15 @@ class DDPGLearner:
         self.num_layers = num_layers
         self.vis_encode_type = vis_encode_type
         self.device = torch.device(device)
-        network = NetworkConfig(normalize, hidden_units, num_layers, vis_encode_type)
+        self.goal_conditioning_type = goal_conditioning_type
+        self.goal_indices = tuple(int(i) for i in goal_indices)
+        """The BehaviorSpec's GOAL_SIGNAL observations (HyperNetwork bodies under 'hyper')."""
+        network = NetworkConfig(normalize, hidden_units, num_layers, vis_encode_type,
+                                goal_conditioning_type)
+        goals = {"goal_indices": self.goal_indices}
         with seeded_init(seed):  # seed-reproducible init without touching torch's global RNG
-            self.actor = Actor(self.obs_shapes, self.act_dim, network).to(self.device)
-            self.critic = QNetwork(self.obs_shapes, self.act_dim, network).to(self.device)
+            self.actor = Actor(self.obs_shapes, self.act_dim, network, **goals).to(self.device)
+            self.critic = QNetwork(self.obs_shapes, self.act_dim, network, **goals).to(self.device)
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=ddpg_cfg.actor_lr)
@@ -269,6 +284,7 @@ class DDPGLearner:
         weights: dict[str, Any] = {
             "version": self.updates,
             "obs_shapes": self.obs_shapes,
+            "goal_indices": self.goal_indices,
             "actor": cpu_state(self.actor),
             "normalizer": None if self.normalizer is None else self.normalizer.state_dict(),
         }
@@ -282,7 +298,9 @@ class DDPGLearner:
         """An actor-side policy of the same shape, loaded with the current weights."""
         policy = DDPGPolicy(self.obs_shapes, _ContinuousSpec(self.act_dim), self.cfg,
                             self.hidden_units, self.num_layers, self.normalizer is not None,
-                            seed=seed, vis_encode_type=self.vis_encode_type)
+                            seed=seed, vis_encode_type=self.vis_encode_type,
+                            goal_conditioning_type=self.goal_conditioning_type,
+                            goal_indices=self.goal_indices)
         policy.load_weights(self.weights())
         return policy
 
@@ -307,6 +325,7 @@ class DDPGLearner:
             "updates": self.updates,
             "last_policy_loss": self.last_policy_loss,
             "obs_shapes": self.obs_shapes,
+            "goal_indices": self.goal_indices,
         })
 
     def load_state_dict(self, state: dict) -> None:

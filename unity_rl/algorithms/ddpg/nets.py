@@ -3,6 +3,11 @@
 Contract: both networks take flat float32 rows [n, obs_dim] whose vector columns are already
 normalised, and split them with their own ``ObservationEncoder`` (images through the
 ``vis_encode_type`` encoder).  Actions are continuous, in Unity's bounds [-1, 1].
+
+Goal conditioning (``goal_indices``: the GOAL_SIGNAL observations, with
+``goal_conditioning_type: hyper``): each trunk is ML-Agents' ``ConditionalEncoder`` over the
+encoding (the critic's: encoding and action, as ML-Agents' Q networks) with its last layer a
+HyperNetwork fed by the goal encoding, then the usual output layer (``conditioning.ConditionalMLP``).
 """
 from __future__ import annotations
 
@@ -11,9 +16,12 @@ import copy
 import torch
 from torch import nn
 
+from collections.abc import Sequence
+
+from unity_rl.algorithms.conditioning import ConditionalEncoder, ConditionalMLP
 from unity_rl.algorithms.encoders import FoldedNormalizer, ObservationEncoder, ObsShapesLike, concat_inputs
 from unity_rl.algorithms.network_config import NetworkConfig
-from unity_rl.algorithms.nets import mlp
+from unity_rl.algorithms.nets import layer_init, mlp
 from unity_rl.algorithms.normalizer import RunningNormalizer
 
 ACTION_LOW = -1.0
@@ -21,34 +29,49 @@ ACTION_LOW = -1.0
 ACTION_HIGH = 1.0
 """Upper bound of every continuous action Unity accepts."""
 
+def trunk(in_size: int, goal_size: int, out_size: int, out_std: float,
+          network: NetworkConfig) -> nn.Module:
+    """MLP with ReLU (``nets.mlp``), or, with a goal (``goal_size`` > 0), ML-Agents'
+    ``ConditionalEncoder`` body and the same orthogonal output layer."""
+    if not goal_size:
+        return mlp(in_size, network.hidden_units, network.num_layers, out_size, out_std=out_std,
+                   activation=nn.ReLU)
+    body = ConditionalEncoder(in_size, goal_size, network.hidden_units, network.num_layers)
+    return ConditionalMLP(body, layer_init(nn.Linear(network.hidden_units, out_size), std=out_std))
+
+
 class Actor(nn.Module):
     """μ(s): encoder, MLP with ReLU, tanh output scaled to [low, high]; takes flat rows with
     normalised vector columns."""
 
     def __init__(self, obs_shapes: ObsShapesLike, act_dim: int, network: NetworkConfig,
-                 low: float = ACTION_LOW, high: float = ACTION_HIGH):
+                 low: float = ACTION_LOW, high: float = ACTION_HIGH,
+                 goal_indices: Sequence[int] = ()):
         super().__init__()
-        self.encoder = ObservationEncoder(obs_shapes, network)
-        self.net = mlp(self.encoder.output_size, network.hidden_units, network.num_layers,
-                       act_dim, out_std=0.01, activation=nn.ReLU)
+        self.encoder = ObservationEncoder(obs_shapes, network, network.conditioning_goals(goal_indices))
+        self.net = trunk(self.encoder.output_size, self.encoder.goal_size, act_dim, 0.01, network)
         self.register_buffer("action_scale", torch.tensor((high - low) / 2.0))
         self.register_buffer("action_bias", torch.tensor((high + low) / 2.0))
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return torch.tanh(self.net(self.encoder(obs))) * self.action_scale + self.action_bias
+        encoding, goal = self.encoder.encode(obs)
+        out = self.net(encoding) if goal is None else self.net(encoding, goal)
+        return torch.tanh(out) * self.action_scale + self.action_bias
 
 
 class QNetwork(nn.Module):
     """Q(s, a): encoder, then MLP with ReLU over [encoded s, a]."""
 
-    def __init__(self, obs_shapes: ObsShapesLike, act_dim: int, network: NetworkConfig):
+    def __init__(self, obs_shapes: ObsShapesLike, act_dim: int, network: NetworkConfig,
+                 goal_indices: Sequence[int] = ()):
         super().__init__()
-        self.encoder = ObservationEncoder(obs_shapes, network)
-        self.net = mlp(self.encoder.output_size + act_dim, network.hidden_units,
-                       network.num_layers, 1, out_std=1.0, activation=nn.ReLU)
+        self.encoder = ObservationEncoder(obs_shapes, network, network.conditioning_goals(goal_indices))
+        self.net = trunk(self.encoder.output_size + act_dim, self.encoder.goal_size, 1, 1.0, network)
 
     def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        return self.net(torch.cat([self.encoder(obs), actions], dim=-1)).squeeze(-1)
+        encoding, goal = self.encoder.encode(obs)
+        x = torch.cat([encoding, actions], dim=-1)
+        return (self.net(x) if goal is None else self.net(x, goal)).squeeze(-1)
 
 
 class ExportedActor(nn.Module):

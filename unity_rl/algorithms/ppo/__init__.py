@@ -1,8 +1,8 @@
 """``trainer_type: ppo`` — Proximal Policy Optimization as mlagents-learn 1.1.0 runs it.
 
-Files: ``config.py`` (PPOConfig, YAML keys; torch-free), ``learner.py`` (PPOLearner, PPOPolicy),
-``model.py`` / ``losses.py`` (network and loss pieces), ``acting.py`` (the actors' policy
-factory), ``host.py`` (rollout buffer + learner on the runtime seam), ``export.py`` (saved policy
+Files: ``config.py`` (PPOConfig, YAML keys; torch-free), ``learner.py`` (PPOLearner),
+``model.py`` / ``losses.py`` (network and loss pieces), ``acting.py`` (PPOPolicy and the actors'
+policy factory), ``host.py`` (rollout buffer + learner on the runtime seam), ``export.py`` (saved policy
 -> module for evaluate and ONNX).
 """
 from unity_rl.algorithms.ppo.config import (PPO_KEYS, OFF_VALUES, PPOConfig, default_segment_steps,

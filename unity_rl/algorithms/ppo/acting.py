@@ -1,18 +1,134 @@
-"""The actors' PPO policy factory: ``(obs_shapes, action_spec, seed) -> PPOPolicy``.
+"""PPO's acting side: ``PPOPolicy`` (the policy copy in an actor) and the actors' picklable
+factory ``ppo_policy(obs_shapes, action_spec, seed) -> PPOPolicy``.
 
-Picklable (a module-level function bound with ``functools.partial``); an actor unpickling its
-plan imports only this and the policy, never the trainer, checkpoints or metrics.
+An actor unpickling its plan imports only this module and the network (``model.py``), never the
+learner, trainer, checkpoints or metrics.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
+import numpy as np
+import torch
+
+from unity_rl.algorithms.encoders import ObservationLayout, ObsShapesLike
 from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.algorithms.nets import seeded_init, set_torch_threads
+from unity_rl.algorithms.ppo.model import (DEFAULT_ARCH, LEGACY_ARCH, ActionSpecLike, ActorCritic,
+                                           DeterministicActor, check_obs_shapes, env_action_clamp,
+                                           load_normalizer)
+from unity_rl.runtime.acting import ActingPolicy, AgentKeys
 
 
 def ppo_policy(obs_shapes: Sequence[tuple[int, ...]], action_spec: Any, seed: int, *,
-               network_cfg: NetworkConfig, arch: dict | None = None):
+               network_cfg: NetworkConfig, arch: dict | None = None,
+               goal_indices: Sequence[int] = (), shared_critic: bool = False):
     """A ``PPOPolicy`` (weights arrive later with ``load_weights``, which bring their ``arch``)."""
-    from unity_rl.algorithms.ppo.learner import PPOPolicy
+    return PPOPolicy(obs_shapes, action_spec, network_cfg, seed=seed, arch=arch,
+                     goal_indices=goal_indices, shared_critic=shared_critic)
 
-    return PPOPolicy(obs_shapes, action_spec, network_cfg, seed=seed, arch=arch)
+
+class PPOPolicy(ActingPolicy):
+    """The acting copy of the policy, fed by ``PPOLearner.weights()``.
+
+    ``act`` takes one flat row per agent that requested a decision; rows are independent, so
+    agent order and count may change from call to call.  ``version`` is that of the loaded
+    weights (-1 until ``load_weights`` is called).  ``obs_shapes``: the BehaviorSpec's
+    observation shapes (an int ``d`` means one vector observation of size ``d``).
+    ``num_threads``, when given, sets torch's intra-op threads of the *acting process* (the
+    runtime's choice for its actor processes; learners never do this).  ``arch`` (activation,
+    weight_init, action_clip) defaults to ML-Agents'; the weights' own ``arch`` and value heads
+    replace them on ``load_weights`` (weights without an ``arch``: ``LEGACY_ARCH``, the network
+    of the project's earlier versions, kept so that their files still load). ``goal_indices``
+    (the GOAL_SIGNAL observations) and ``shared_critic`` shape the network as the learner's;
+    weights that record others rebuild it.
+    """
+
+    def __init__(self, obs_shapes: ObsShapesLike, action_spec: ActionSpecLike,
+                 network_cfg: NetworkConfig, seed: int | None = None,
+                 num_threads: int | None = None, arch: dict | None = None,
+                 goal_indices: Sequence[int] = (), shared_critic: bool = False):
+        if num_threads is not None:
+            set_torch_threads(num_threads)
+        self.layout = ObservationLayout(obs_shapes)
+        self.obs_shapes = self.layout.obs_shapes
+        self.obs_dim = self.layout.obs_dim
+        self.action_spec, self.network_cfg = action_spec, network_cfg
+        self.seed = 0 if seed is None else seed
+        self.structure = {"goal_indices": tuple(int(i) for i in goal_indices),
+                          "shared_critic": bool(shared_critic)}
+        self._build({**DEFAULT_ARCH, **(arch or {})}, ("extrinsic",))
+        self.normalizer = self.layout.make_normalizer(network_cfg.normalize)
+        self.generator = torch.Generator()
+        self.generator.manual_seed(int(seed) if seed is not None else int(torch.seed()))
+        self.version = -1
+
+    def _build(self, arch: dict, value_heads: Sequence[str]) -> None:
+        self.arch = dict(arch)
+        env_action_clamp(torch.zeros(1), arch["action_clip"])  # validates
+        with seeded_init(self.seed):  # weights arrive later: leave the global RNG be
+            self.model = ActorCritic(self.obs_shapes, self.action_spec, self.network_cfg,
+                                     activation=arch["activation"], weight_init=arch["weight_init"],
+                                     value_heads=value_heads, **self.structure)
+        self.model.eval()
+
+    def load_weights(self, weights: dict) -> None:
+        """Loads a ``PPOLearner.weights()`` dict (network, normaliser state, version, arch, value
+        heads, goal indices, shared critic); the network is rebuilt when its shape differs."""
+        check_obs_shapes(self.obs_shapes, weights)
+        arch = {**LEGACY_ARCH, **(weights.get("arch") or {})}
+        heads = list(weights.get("value_heads") or ("extrinsic",))
+        structure = {"goal_indices": tuple(int(i) for i in weights.get("goal_indices", ())),
+                     "shared_critic": bool(weights.get("shared_critic", False))}
+        if arch != self.arch or heads != self.model.value_head_names or structure != self.structure:
+            self.structure = structure
+            self._build(arch, heads)
+        self.model.load_state_dict(weights["model"])
+        load_normalizer(self.normalizer, weights["normalizer"])
+        self.version = int(weights["version"])
+
+    def _input(self, obs: np.ndarray) -> torch.Tensor:
+        obs = np.asarray(obs, np.float32).reshape(-1, self.obs_dim)
+        return torch.from_numpy(self.layout.normalize(self.normalizer, obs))
+
+    def act(self, obs: np.ndarray, action_mask: np.ndarray | None = None,
+            deterministic: bool = False, agent_keys: AgentKeys | None = None,
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """obs [n, obs_dim] -> (actions, logprobs [n, K] float32, values [n] float32 of the first
+        value head).
+
+        Actions as ``Trajectory.actions``: continuous float32 [n, C] *unclipped* samples (send
+        ``env_actions(a)`` to the environment, store ``a``); discrete int64 [n, B]; hybrid float32
+        [n, C + B] (C unclipped continuous values, then B branch indices as floats).  Log-probs
+        per action dimension / branch: K = C, B or C + B.
+        ``action_mask`` is bool [n, sum(branches)], True where allowed.  ``deterministic``
+        takes the mode.  ``agent_keys`` is unused (no per-agent state yet).
+        """
+        with torch.no_grad():
+            x = self._input(obs)
+            masks = None if action_mask is None else torch.from_numpy(np.asarray(action_mask, bool))
+            dist = self.model.distribution(x, masks)
+            actions = dist.mode() if deterministic else dist.sample(self.generator)
+            logprobs = dist.log_prob(actions)
+            values = self.model.get_value(x)[:, 0]
+        return actions.numpy(), logprobs.numpy().astype(np.float32), values.numpy().astype(np.float32)
+
+    def env_actions(self, actions: np.ndarray) -> np.ndarray:
+        """What the environment receives for ``act``'s actions: the continuous columns (the first
+        C) clamped by ``action_clip`` (ML-Agents: clamp(a, −3, 3) / 3), branch indices untouched."""
+        c = self.model.continuous_size
+        if not c:
+            return actions
+        out = np.array(actions, dtype=np.float32, copy=True)
+        out[:, :c] = env_action_clamp(torch.from_numpy(out[:, :c]), self.arch["action_clip"]).numpy()
+        return out
+
+    def value(self, obs: np.ndarray) -> np.ndarray:
+        """V(s) of the first value head for each row of obs: [n] float32."""
+        with torch.no_grad():
+            return self.model.get_value(self._input(obs))[:, 0].numpy().astype(np.float32)
+
+    def export_module(self) -> DeterministicActor:
+        """A deterministic torch module observations -> action, normalisation folded in (ONNX)."""
+        return DeterministicActor(self.model, self.normalizer, self.arch["action_clip"])

@@ -42,6 +42,8 @@ class PPOConfig:
     """'linear': β decays to 1e-5 at max_steps; 'constant' (YAML: beta_schedule)."""
     max_steps: int = 500_000
     """Agent-steps of the whole run; the linear schedules reach their floor here (YAML: max_steps)."""
+    shared_critic: bool = False
+    """Value heads on the actor's trunk, one Adam over the actor (ML-Agents' SharedActorCritic)."""
 
     def __post_init__(self) -> None:
         def check(ok: bool, name: str, what: str) -> None:
@@ -62,6 +64,7 @@ class PPOConfig:
         check(0.0 < self.clip_coef < 1.0, "clip_coef", "in (0, 1)")
         check(self.ent_coef >= 0, "ent_coef", ">= 0")
         check(is_int(self.max_steps) and self.max_steps >= 1, "max_steps", "an int >= 1")
+        check(isinstance(self.shared_critic, bool), "shared_critic", "true or false")
 
 
 PPO_KEYS: dict[str, str] = {
@@ -75,11 +78,12 @@ PPO_KEYS: dict[str, str] = {
     "epsilon_schedule": "clip_coef_schedule",
     "lambd": "gae_lambda",
     "num_epoch": "num_epochs",
+    "shared_critic": "shared_critic",
 }
 """YAML key under behaviors.<name>.hyperparameters (trainer_type ppo) -> PPOConfig field."""
 
-OFF_VALUES = {"shared_critic": (False,)}
-"""ML-Agents PPO keys not implemented here, accepted with the value that means "off"."""
+OFF_VALUES: dict[str, tuple] = {}
+"""ML-Agents PPO keys not implemented here, accepted with the value that means "off" (none)."""
 
 
 def fill_defaults(raw: dict) -> dict:

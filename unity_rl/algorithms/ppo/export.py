@@ -6,7 +6,7 @@ from typing import Any
 
 from torch import nn
 
-from unity_rl.algorithms.ppo.learner import PPOPolicy
+from unity_rl.algorithms.ppo.acting import PPOPolicy
 from unity_rl.algorithms.spec import saved_obs_shapes
 
 
@@ -17,7 +17,9 @@ def _weights(state: dict) -> dict:
     return {"model": learner["model"], "normalizer": learner["normalizer"],
             "version": learner.get("version", 0), "obs_shapes": learner.get("obs_shapes"),
             "arch": learner.get("arch"),  # None (older files): PPOPolicy's LEGACY_ARCH
-            "value_heads": learner.get("value_heads")}  # None (one-head files): extrinsic
+            "value_heads": learner.get("value_heads"),  # None (one-head files): extrinsic
+            "goal_indices": learner.get("goal_indices", ()),
+            "shared_critic": learner.get("shared_critic", False)}
 
 
 def load_policy_module(state: dict, action_layout: Any, network_cfg: Any) -> nn.Module:

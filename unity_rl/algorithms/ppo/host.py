@@ -126,8 +126,9 @@ class PPOAlgorithm(Algorithm):
     def plan(self) -> BehaviorPlan:
         rl = self.run_cfg.unity_rl
         return BehaviorPlan(
-            policy_factory=functools.partial(ppo_policy,
-                                             network_cfg=self.behavior_cfg.network_settings),
+            policy_factory=functools.partial(
+                ppo_policy, network_cfg=self.behavior_cfg.network_settings,
+                shared_critic=self.behavior_cfg.hyperparameters.shared_critic),
             segment_steps=rl.resolve_segment_steps(self.behavior_cfg),
             time_horizon=self.behavior_cfg.time_horizon,
             cut_at_segment_end=rl.trajectory_cuts == "segment")
@@ -136,6 +137,7 @@ class PPOAlgorithm(Algorithm):
         cfg = self.behavior_cfg
         learner = PPOLearner(info.obs_shapes, info.action_spec, cfg.hyperparameters,
                              cfg.network_settings, device=ctx.device, seed=ctx.seed,
-                             reward_signals=cfg.reward_signals)
+                             reward_signals=cfg.reward_signals,
+                             goal_indices=info.goal_indices)
         return PPOHost(learner, buffer_steps=cfg.hyperparameters.buffer_size,
                        drop_lag=ctx.max_policy_lag if ctx.mode == "async" else None)

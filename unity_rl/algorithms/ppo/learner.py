@@ -1,8 +1,8 @@
 """Proximal Policy Optimization (Schulman et al. 2017, arXiv:1707.06347), pure and single-process.
 
 Two roles share one network class:
-- ``PPOPolicy`` lives in an actor: it acts on a batch of observations (any number of agents, in
-  any order: rows are independent) and loads the weights the learner publishes.
+- ``PPOPolicy`` (``acting.py``) lives in an actor: it acts on a batch of observations (any number
+  of agents, in any order: rows are independent) and loads the weights the learner publishes.
 - ``PPOLearner`` owns the network, optimiser, observation normaliser and reward signals; it turns a
   list of ``Trajectory`` into one PPO update and returns metrics named like ML-Agents' TensorBoard
   tags.  It performs no I/O, starts no process or thread of its own and sets no process-wide
@@ -14,7 +14,9 @@ the ``vis_encode_type`` encoder, vectors as they are; only vector columns are no
 
 The algorithm is mlagents-learn 1.1.0's PPO (a user's ML-Agents YAML assumes it;
 docs/ppo.md), each choice read in its source (``mlagents/trainers/...``):
-- separate actor and critic trunks (``shared_critic: false``), Swish activations, ML-Agents'
+- separate actor and critic trunks (``shared_critic: false``; ``true``: value heads on the actor
+  trunk, ``SharedActorCritic``), each HyperNetwork-conditioned on goal observations under
+  ``goal_conditioning_type: hyper`` (``NetworkBody``), Swish activations, ML-Agents'
   initialisation (``torch_entities/layers.py``, see ``ppo_model``), Adam with torch's default eps
   and no gradient clipping (``ppo/optimizer_torch.py``);
 - Gaussian policy with a state-independent log-std starting at 0; actions are sampled
@@ -54,17 +56,17 @@ from unity_rl.algorithms.distributions import DiagGaussian, HybridDistribution, 
 from unity_rl.algorithms.encoders import ObservationLayout, ObsShapesLike
 from unity_rl.algorithms.gae import compute_gae
 from unity_rl.algorithms.network_config import NetworkConfig
-from unity_rl.algorithms.nets import seeded_init, set_torch_threads
+from unity_rl.algorithms.nets import seeded_init
 from unity_rl.algorithms.ppo.config import PPOConfig
 from unity_rl.algorithms.ppo.losses import (clipped_surrogate_loss, decayed, minibatch_indices,
                                        value_loss)
+from unity_rl.algorithms.ppo.acting import PPOPolicy
 from unity_rl.algorithms.ppo.model import (DEFAULT_ARCH, LEGACY_ARCH, ActionSpecLike, ActorCritic,
-                                      DeterministicActor, check_obs_shapes, env_action_clamp,
-                                      load_normalizer, normalizer_state)
+                                      DeterministicActor, check_obs_shapes, load_normalizer,
+                                      normalizer_state)
 from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
 from unity_rl.algorithms.reward_signals.registry import make_reward_signals
 from unity_rl.experience import Trajectory
-from unity_rl.runtime.acting import ActingPolicy, AgentKeys
 
 VALUE_LOSS_WEIGHT = 0.5
 """Weight of the value loss in PPO's loss (ML-Agents' fixed 0.5, ``ppo/optimizer_torch.py``)."""
@@ -72,107 +74,6 @@ VALUE_LOSS_WEIGHT = 0.5
 __all__ = ["PPOConfig", "PPOPolicy", "PPOLearner", "ActorCritic", "DeterministicActor",
            "ActionSpecLike", "DiagGaussian", "MaskedMultiCategorical", "HybridDistribution",
            "decayed", "clipped_surrogate_loss", "value_loss", "minibatch_indices"]
-
-# ----------------------------------------------------------------------------------------------
-# Actor side
-# ----------------------------------------------------------------------------------------------
-
-class PPOPolicy(ActingPolicy):
-    """The acting copy of the policy, fed by ``PPOLearner.weights()``.
-
-    ``act`` takes one flat row per agent that requested a decision; rows are independent, so
-    agent order and count may change from call to call.  ``version`` is that of the loaded
-    weights (-1 until ``load_weights`` is called).  ``obs_shapes``: the BehaviorSpec's
-    observation shapes (an int ``d`` means one vector observation of size ``d``).
-    ``num_threads``, when given, sets torch's intra-op threads of the *acting process* (the
-    runtime's choice for its actor processes; learners never do this).  ``arch`` (activation,
-    weight_init, action_clip) defaults to ML-Agents'; the weights' own ``arch`` and value heads
-    replace them on ``load_weights`` (weights without an ``arch``: ``LEGACY_ARCH``, the network
-    of the project's earlier versions, kept so that their files still load).
-    """
-
-    def __init__(self, obs_shapes: ObsShapesLike, action_spec: ActionSpecLike,
-                 network_cfg: NetworkConfig, seed: int | None = None,
-                 num_threads: int | None = None, arch: dict | None = None):
-        if num_threads is not None:
-            set_torch_threads(num_threads)
-        self.layout = ObservationLayout(obs_shapes)
-        self.obs_shapes = self.layout.obs_shapes
-        self.obs_dim = self.layout.obs_dim
-        self.action_spec, self.network_cfg = action_spec, network_cfg
-        self.seed = 0 if seed is None else seed
-        self._build({**DEFAULT_ARCH, **(arch or {})}, ("extrinsic",))
-        self.normalizer = self.layout.make_normalizer(network_cfg.normalize)
-        self.generator = torch.Generator()
-        self.generator.manual_seed(int(seed) if seed is not None else int(torch.seed()))
-        self.version = -1
-
-    def _build(self, arch: dict, value_heads: Sequence[str]) -> None:
-        self.arch = dict(arch)
-        env_action_clamp(torch.zeros(1), arch["action_clip"])  # validates
-        with seeded_init(self.seed):  # weights arrive later: leave the global RNG be
-            self.model = ActorCritic(self.obs_shapes, self.action_spec, self.network_cfg,
-                                     activation=arch["activation"], weight_init=arch["weight_init"],
-                                     value_heads=value_heads)
-        self.model.eval()
-
-    def load_weights(self, weights: dict) -> None:
-        """Loads a ``PPOLearner.weights()`` dict (network, normaliser state, version, arch, value
-        heads)."""
-        check_obs_shapes(self.obs_shapes, weights)
-        arch = {**LEGACY_ARCH, **(weights.get("arch") or {})}
-        heads = list(weights.get("value_heads") or ("extrinsic",))
-        if arch != self.arch or heads != self.model.value_head_names:
-            self._build(arch, heads)
-        self.model.load_state_dict(weights["model"])
-        load_normalizer(self.normalizer, weights["normalizer"])
-        self.version = int(weights["version"])
-
-    def _input(self, obs: np.ndarray) -> torch.Tensor:
-        obs = np.asarray(obs, np.float32).reshape(-1, self.obs_dim)
-        return torch.from_numpy(self.layout.normalize(self.normalizer, obs))
-
-    def act(self, obs: np.ndarray, action_mask: np.ndarray | None = None,
-            deterministic: bool = False, agent_keys: AgentKeys | None = None,
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """obs [n, obs_dim] -> (actions, logprobs [n, K] float32, values [n] float32 of the first
-        value head).
-
-        Actions as ``Trajectory.actions``: continuous float32 [n, C] *unclipped* samples (send
-        ``env_actions(a)`` to the environment, store ``a``); discrete int64 [n, B]; hybrid float32
-        [n, C + B] (C unclipped continuous values, then B branch indices as floats).  Log-probs
-        per action dimension / branch: K = C, B or C + B.
-        ``action_mask`` is bool [n, sum(branches)], True where allowed.  ``deterministic``
-        takes the mode.  ``agent_keys`` is unused (no per-agent state yet).
-        """
-        with torch.no_grad():
-            x = self._input(obs)
-            masks = None if action_mask is None else torch.from_numpy(np.asarray(action_mask, bool))
-            dist = self.model.distribution(x, masks)
-            actions = dist.mode() if deterministic else dist.sample(self.generator)
-            logprobs = dist.log_prob(actions)
-            values = self.model.get_value(x)[:, 0]
-        return actions.numpy(), logprobs.numpy().astype(np.float32), values.numpy().astype(np.float32)
-
-    def env_actions(self, actions: np.ndarray) -> np.ndarray:
-        """What the environment receives for ``act``'s actions: the continuous columns (the first
-        C) clamped by ``action_clip`` (ML-Agents: clamp(a, −3, 3) / 3), branch indices untouched."""
-        c = self.model.continuous_size
-        if not c:
-            return actions
-        out = np.array(actions, dtype=np.float32, copy=True)
-        out[:, :c] = env_action_clamp(torch.from_numpy(out[:, :c]), self.arch["action_clip"]).numpy()
-        return out
-
-    def value(self, obs: np.ndarray) -> np.ndarray:
-        """V(s) of the first value head for each row of obs: [n] float32."""
-        with torch.no_grad():
-            return self.model.get_value(self._input(obs))[:, 0].numpy().astype(np.float32)
-
-    def export_module(self) -> DeterministicActor:
-        """A deterministic torch module observations -> action, normalisation folded in (ONNX)."""
-        return DeterministicActor(self.model, self.normalizer, self.arch["action_clip"])
-
 
 # ----------------------------------------------------------------------------------------------
 # Learner
@@ -184,14 +85,16 @@ class PPOLearner:
 
     ``obs_shapes`` as ``PPOPolicy``; ``reward_signals``: the behavior's ``RewardSignalConfig``s
     (default: extrinsic only, γ 0.99, strength 1), one provider and one value head each, in that
-    order; ``seed`` makes the initial weights and the minibatch shuffling reproducible;
+    order; ``goal_indices``: the BehaviorSpec's GOAL_SIGNAL observations (``ActorCritic``);
+    ``seed`` makes the initial weights and the minibatch shuffling reproducible;
     ``num_threads`` is accepted and ignored (the hosting process decides torch's threads).
     """
 
     def __init__(self, obs_shapes: ObsShapesLike, action_spec: ActionSpecLike, ppo_cfg: PPOConfig,
                  network_cfg: NetworkConfig, device: str = "cpu", num_threads: int | None = None,
                  seed: int | None = None,
-                 reward_signals: Sequence[RewardSignalConfig] = EXTRINSIC_ONLY):
+                 reward_signals: Sequence[RewardSignalConfig] = EXTRINSIC_ONLY,
+                 goal_indices: Sequence[int] = ()):
         del num_threads  # accepted for the runtime's callers; a learner sets no process-wide state
         self.cfg = ppo_cfg
         self.layout = ObservationLayout(obs_shapes)
@@ -202,7 +105,11 @@ class PPOLearner:
         """One provider per reward signal, in value-head order."""
         with seeded_init(seed):  # seed-reproducible init without touching torch's global RNG
             self.model = ActorCritic(self.obs_shapes, action_spec, network_cfg,
-                                     value_heads=[s.name for s in self.reward_signals]).to(self.device)
+                                     value_heads=[s.name for s in self.reward_signals],
+                                     goal_indices=goal_indices,
+                                     shared_critic=ppo_cfg.shared_critic).to(self.device)
+        # One Adam over every parameter: actor and critic, or (shared_critic) the actor with its
+        # value heads, ML-Agents' SharedActorCritic (ppo/optimizer_torch.py).
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=ppo_cfg.learning_rate)
         self.normalizer = self.layout.make_normalizer(network_cfg.normalize)
         self.rng = np.random.default_rng(seed)
@@ -224,7 +131,12 @@ class PPOLearner:
                 "version": self.version,
                 "obs_shapes": self.obs_shapes,
                 "arch": dict(DEFAULT_ARCH),
-                "value_heads": self.model.value_head_names}
+                "value_heads": self.model.value_head_names,
+                **self._structure()}
+
+    def _structure(self) -> dict:
+        """What else shapes the network (saved with weights and checkpoints)."""
+        return {"goal_indices": self.model.goal_indices, "shared_critic": self.model.shared_critic}
 
     def state_dict(self) -> dict:
         """Everything needed to resume: network, optimiser, normaliser, counters, shuffling RNG,
@@ -242,6 +154,7 @@ class PPOLearner:
                               "agent_steps_collected": self.agent_steps_collected,
                               "arch": dict(DEFAULT_ARCH),
                               "value_heads": self.model.value_head_names,
+                              **self._structure(),
                               "reward_signals": {s.name: s.state_dict() for s in self.reward_signals},
                               "rng": self.rng.bit_generator.state})
 
@@ -262,6 +175,10 @@ class PPOLearner:
         if heads != self.model.value_head_names:
             raise ValueError(f"this checkpoint has value heads {heads}; the config's reward_signals "
                              f"give {self.model.value_head_names}")
+        for key, ours in self._structure().items():
+            saved = state.get(key, ours)  # older checkpoints: no goals, a separate critic
+            if (tuple(saved) if key == "goal_indices" else bool(saved)) != ours:
+                raise ValueError(f"this checkpoint has {key} {saved!r}, this learner {ours!r}")
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         load_normalizer(self.normalizer, state["normalizer"])

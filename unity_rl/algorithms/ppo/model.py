@@ -8,6 +8,8 @@ The actor trunk ends in one linear head of C + sum(branches) outputs: the Gaussi
 logits of each discrete branch; its attribute name keeps the state-dict keys of earlier versions:
 ``actor_mean`` (continuous), ``actor_logits`` (discrete), ``actor_hybrid`` (both). The critic
 trunk ends in one value head per reward signal, ``value_heads.<signal>`` (ML-Agents' ``ValueHeads``).
+With goal (GOAL_SIGNAL) observations and ``goal_conditioning_type: hyper`` each trunk is ML-Agents'
+``ConditionalEncoder``; with ``shared_critic`` the value heads sit on the actor trunk.
 
 Architecture (``arch``, which travels with the weights): ML-Agents 1.1.0's network, "swish" with
 "mlagents" initialisation and the clamp(a, −3, 3) / 3 action map (``torch_entities/layers.py``
@@ -28,6 +30,7 @@ from torch import nn
 
 from unity_rl.algorithms.distributions import (MASKED_LOGIT, DiagGaussian, HybridDistribution,
                                           MaskedMultiCategorical)
+from unity_rl.algorithms.conditioning import ConditionalEncoder, ConditionalMLP
 from unity_rl.algorithms.encoders import (FoldedNormalizer, ObservationEncoder, ObsShapesLike, Swish,
                                      concat_inputs)
 from unity_rl.algorithms.network_config import NetworkConfig
@@ -92,11 +95,19 @@ class ActorCritic(nn.Module):
     ``ValueHeads``: one ``Linear(hidden, 1)`` per stream, named by the signal, in the order of the
     trainer's ``reward_signals``). State dicts of the one-head layout (``critic.<2·layers>``, the
     earlier value layer) load as the ``extrinsic`` head.
+
+    ``goal_indices``: the GOAL_SIGNAL observations. With ``network.goal_conditioning_type``
+    'hyper' and at least one, each trunk (actor and critic) is ML-Agents' ``ConditionalEncoder``
+    (its last layer a HyperNetwork fed by the goal encoding; ``conditioning.py``): the critic
+    trunk ``critic`` is that encoder, the actor module a ``ConditionalMLP`` (``body``, ``out``).
+    ``shared_critic`` (ML-Agents' ``SharedActorCritic``): no critic encoder or trunk; the value
+    heads read the actor trunk's encoding.
     """
 
     def __init__(self, obs_shapes: ObsShapesLike, action_spec: ActionSpecLike,
                  network: NetworkConfig, log_std_init: float = 0.0, activation: str = "swish",
-                 weight_init: str = "mlagents", value_heads: Sequence[str] = ("extrinsic",)):
+                 weight_init: str = "mlagents", value_heads: Sequence[str] = ("extrinsic",),
+                 goal_indices: Sequence[int] = (), shared_critic: bool = False):
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
@@ -106,15 +117,31 @@ class ActorCritic(nn.Module):
         self.continuous_size, self.discrete_branches = action_layout(action_spec)
         hidden, layers = network.hidden_units, network.num_layers
         self.num_layers = layers
+        self.goal_indices = tuple(int(i) for i in goal_indices)
+        self.shared_critic = bool(shared_critic)
+        goals = network.conditioning_goals(self.goal_indices)
+        self.goal_conditioned = bool(goals)
+        """True when the trunks are HyperNetwork-conditioned on the goal observations."""
+        if self.goal_conditioned and (activation, weight_init) != ("swish", "mlagents"):
+            raise ValueError("goal conditioning exists only in ML-Agents' network (swish, mlagents)")
         act = ACTIVATIONS[activation]
-        self.critic_encoder = ObservationEncoder(obs_shapes, network)
-        self.critic = critic_trunk(self.critic_encoder.output_size, hidden, layers, act, weight_init)
+        if not self.shared_critic:
+            self.critic_encoder = ObservationEncoder(obs_shapes, network, goals)
+            enc = self.critic_encoder.output_size
+            self.critic = (ConditionalEncoder(enc, self.critic_encoder.goal_size, hidden, layers)
+                           if goals else critic_trunk(enc, hidden, layers, act, weight_init))
         self.value_heads = nn.ModuleDict({name: value_head(hidden, weight_init) for name in value_heads})
-        self.actor_encoder = ObservationEncoder(obs_shapes, network)
+        self.actor_encoder = ObservationEncoder(obs_shapes, network, goals)
         out_gain = torch.tensor([0.2] * self.continuous_size + [0.1] * sum(self.discrete_branches))
-        head = mlp(self.actor_encoder.output_size, hidden, layers,
-                   self.continuous_size + sum(self.discrete_branches), out_std=0.01,
-                   activation=act, init=weight_init, out_gain=out_gain)
+        num_out = self.continuous_size + sum(self.discrete_branches)
+        if goals:
+            head: nn.Module = ConditionalMLP(
+                ConditionalEncoder(self.actor_encoder.output_size, self.actor_encoder.goal_size,
+                                   hidden, layers),
+                mlagents_init(nn.Linear(hidden, num_out), out_gain))
+        else:
+            head = mlp(self.actor_encoder.output_size, hidden, layers, num_out, out_std=0.01,
+                       activation=act, init=weight_init, out_gain=out_gain)
         self.head_name = ("actor_logits" if not self.continuous_size else
                           "actor_mean" if not self.discrete_branches else "actor_hybrid")
         self.add_module(self.head_name, head)
@@ -133,9 +160,18 @@ class ActorCritic(nn.Module):
     def value_head_names(self) -> list[str]:
         return list(self.value_heads)
 
+    def actor_output(self, x: torch.Tensor) -> torch.Tensor:
+        """The actor's head outputs [n, C + sum(branches)] (Gaussian means, branch logits)."""
+        return trunk_output(self.actor_encoder, self.actor_head, x)
+
     def get_value(self, x: torch.Tensor) -> torch.Tensor:
         """V_k(s) of every value head k: [n, K], columns in ``value_head_names`` order."""
-        hidden = self.critic(self.critic_encoder(x))
+        if self.shared_critic:  # the actor trunk's encoding, without the actor's output layer
+            encoding, goal = self.actor_encoder.encode(x)
+            head = self.actor_head
+            hidden = head.hidden(encoding, goal) if goal is not None else head[:-1](encoding)
+        else:
+            hidden = trunk_output(self.critic_encoder, self.critic, x)
         return torch.cat([head(hidden) for head in self.value_heads.values()], dim=-1)
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
@@ -146,7 +182,7 @@ class ActorCritic(nn.Module):
     def distribution(self, x: torch.Tensor, action_masks: torch.Tensor | None = None):
         """π(·|s) for each row (``action_masks`` bool [n, sum(branches)], True = allowed); the
         Gaussian's entropy is the mean over its dimensions (ML-Agents)."""
-        out = self.actor_head(self.actor_encoder(x))
+        out = self.actor_output(x)
         c = self.continuous_size
         if not self.discrete_branches:
             return DiagGaussian(out, self.actor_logstd)
@@ -155,6 +191,12 @@ class ActorCritic(nn.Module):
             return categorical
         return HybridDistribution(DiagGaussian(out[:, :c], self.actor_logstd),
                                   categorical)
+
+
+def trunk_output(encoder: ObservationEncoder, trunk: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """``trunk(encoder(x))``, the goal encoding passed along to a goal-conditioned trunk."""
+    encoding, goal = encoder.encode(x)
+    return trunk(encoding) if goal is None else trunk(encoding, goal)
 
 
 class DeterministicActor(nn.Module):
@@ -185,7 +227,7 @@ class DeterministicActor(nn.Module):
 
     def forward(self, *inputs: torch.Tensor):
         flat, rest = concat_inputs(inputs, self.obs_dim)
-        out = self.actor(self.encoder(self.normalizer(flat)))
+        out = trunk_output(self.encoder, self.actor, self.normalizer(flat))
         c = self.continuous_size
         continuous = env_action_clamp(out[:, :c], self.action_clip) if c else None
         if not self.discrete_branches:
