@@ -94,7 +94,8 @@ def one_update_copy(doc: dict, tmp: Path, name: str) -> Path:
     """A copy of Unity's config where only max_steps and summary_freq are cut to one update."""
     doc = yaml.safe_load(yaml.safe_dump(doc))
     defaults = doc.get("default_settings") or {}
-    for behavior in doc["behaviors"].values():
+    # default_settings serves the build's behaviors that the file does not list (Match3)
+    for behavior in [*doc["behaviors"].values(), *([defaults] if defaults else [])]:
         hp = {**(defaults.get("hyperparameters") or {}), **(behavior.get("hyperparameters") or {})}
         trainer = behavior.get("trainer_type", defaults.get("trainer_type", "ppo"))
         if trainer in ("ppo", "poca"):
@@ -168,7 +169,8 @@ def print_table(rows: list[dict]) -> None:
         print(f"{r['config']:<34}{r['scene'] or '?':<20}{'yes' if r['loads'] else 'no':<7}"
               f"{update:<8}{run.get('seconds', ''):>6}  {note[:160]}")
     loads = sum(r["loads"] for r in rows)
-    ran = sum(1 for r in rows if (r.get("run") or {}).get("behaviors_updated"))
+    ran = sum(1 for r in rows if (r.get("run") or {}).get("exit_code") == 0
+              and r["run"]["behaviors_updated"])
     print(f"\n{loads} of {len(rows)} configs load; {ran} ran through an update on a stand-in")
 
 

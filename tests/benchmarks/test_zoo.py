@@ -30,7 +30,8 @@ def test_one_update_copy_changes_only_max_steps_and_summary_freq(tmp_path):
     assert out["behaviors"]["A"] == {"trainer_type": "ppo", "max_steps": 2049, "time_horizon": 64,
                                      "summary_freq": 2048}
     assert out["behaviors"]["B"]["max_steps"] == 100 + 2 * 64 + 1
-    assert out["default_settings"] == doc["default_settings"]
+    assert out["default_settings"]["max_steps"] == 2049  # it serves behaviors not listed
+    assert out["default_settings"]["hyperparameters"] == {"buffer_size": 2048}
     assert doc["behaviors"]["A"]["max_steps"] == 5e6  # Unity's file itself is left alone
 
 
