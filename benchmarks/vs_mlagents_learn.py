@@ -177,6 +177,15 @@ def run_metrics(points, target: float, t_start: float) -> dict:
     return out
 
 
+def without_machine_paths(text: str, *pairs: tuple[str, str]) -> str:
+    """``text`` with this machine's paths replaced by names (committed results name no machine):
+    the given (path, name) pairs first, then the repository, its parent and the interpreter."""
+    for path, name in (*pairs, (sys.executable, "python"), (str(REPO), "<repo>"),
+                       (str(REPO.parent), "<repo>/..")):
+        text = text.replace(path, name)
+    return text
+
+
 def median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
@@ -402,7 +411,8 @@ def main(argv=None) -> None:
     }
     print_table(summary, notes)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=1))
+    args.out.write_text(without_machine_paths(json.dumps(report, indent=1), (tmp_name, "<tmp>"),
+                                              (str(args.configs_dir.resolve()), "<configs>")))
     print(f"written: {args.out}")
     if importlib.util.find_spec("matplotlib") is None:
         print("matplotlib is not installed in this venv: no PNG (nothing was installed)")

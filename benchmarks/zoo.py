@@ -224,10 +224,8 @@ def main(argv=None) -> None:
         report["learn"] = {"targets": TARGETS, "summary": race.summarize(learn_runs),
                            "runs": learn_runs}
         race.print_table(report["learn"]["summary"], [])
-    text = json.dumps(report, indent=1, default=str)
-    for path, name in ((str(configs_dir), "<configs>"), (tmp_name, "<tmp>"), (str(REPO), "<repo>"),
-                       (sys.executable, "python")):
-        text = text.replace(path, name)  # no machine path in committed results
+    text = race.without_machine_paths(json.dumps(report, indent=1, default=str),
+                                      (str(configs_dir), "<configs>"), (tmp_name, "<tmp>"))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     print(f"written: {args.out}")
