@@ -40,7 +40,11 @@ def test_tiny_run_counts_steps_updates_and_lag(mode, tmp_path, free_base_port):
     assert result.policy_version >= 4
     rows = read_progress(tmp_path / "run" / "3DBall" / "progress.csv")
     steps = [r["agent_steps"] for r in rows]
-    assert steps == sorted(steps) and steps[-1] == result.agent_steps
+    assert steps == sorted(steps)
+    if mode == "sync":  # every round fills the buffer: the last row is the last update's
+        assert steps[-1] == result.agent_steps
+    else:  # the round that crosses max_steps may bring steps without an update (no row)
+        assert steps[-1] <= result.agent_steps
     assert len(rows) == result.policy_version          # one row per update
     lags = [r["policy_lag"] for r in rows]
     assert all(math.isfinite(lag) for lag in lags)
