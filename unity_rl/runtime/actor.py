@@ -29,6 +29,9 @@ The actor never builds a learner (no optimiser state): it rebuilds each policy f
 observations, when the BehaviorSpec has any) and loads CPU weights shipped as plain dicts.
 It reaches a policy only through ``unity_rl.runtime.acting.ActingPolicy`` (always passing the
 decision rows' agent keys to ``act``).
+
+Size (about 400 lines): the actor, its lanes and ``actor_loop`` share one contract (above) and
+read best together; the trajectory cutting is ``collector.py``, supervision ``supervisor.py``.
 """
 from __future__ import annotations
 

@@ -32,6 +32,10 @@ One ``Academy.EnvironmentStep`` in Unity runs, in this order (Academy.cs, Agent.
 
 Agent ids are Unity's: a global counter in the order agents are initialised (behavior order,
 then agent order; late agents after them), stable across episodes.
+
+Size (about 460 lines): the lifecycle above is one ordered loop over every agent of every
+behavior (decisions, terminals, MaxStep, behavior switches); splitting it would scatter the
+order that the protocol tests check.
 """
 from __future__ import annotations
 
