@@ -305,8 +305,8 @@ def test_threaded_is_accepted_as_unity_s_food_collector_config_sets_it(tmp_path)
 
 
 def test_unsupported_trainer_type_curriculum_and_initialize_from(tmp_path):
-    err = error_for(tmp_path, MLAGENTS_3DBALL.replace("trainer_type: ppo", "trainer_type: sac"))
-    assert_names(err, "behaviors.3DBall", "trainer_type", "'ppo', 'ddpg'", "not support")
+    err = error_for(tmp_path, MLAGENTS_3DBALL.replace("trainer_type: ppo", "trainer_type: poca"))
+    assert_names(err, "behaviors.3DBall", "trainer_type", "'ppo', 'ddpg', 'sac'", "not support")
     err = error_for(tmp_path, MLAGENTS_3DBALL + textwrap.dedent("""\
         environment_parameters:
           mass:

@@ -60,6 +60,9 @@ class Trajectory(NamedTuple):
     """[T, sum(branches)] bool, True where allowed; None when all allowed or no branches."""
     extras: StepExtras = StepExtras()
     """Optional per-step data (replay priorities, ...): see ``StepExtras``."""
+    interrupted: bool = False
+    """True when Unity interrupted the episode after the last action (max step reached, or a
+    restarted build): ``last_obs`` is then the final observation and ``terminated`` is False."""
 
 
 class Segment(NamedTuple):
@@ -80,18 +83,22 @@ class Segment(NamedTuple):
 
 
 class TransitionBatch(NamedTuple):
-    """Off-policy transitions (DDPG): row i is (obs, action, reward, next_obs, terminated)."""
+    """Off-policy transitions: row i is (obs, action, reward, next_obs, terminated[, mask])."""
 
     obs: np.ndarray
     """[n, obs_dim] float32."""
     actions: np.ndarray
-    """[n, act_dim] float32, in the behavior's action bounds."""
+    """[n, act_dim] float32: the continuous actions as the build got them, then the discrete
+    branch indices stored as floats."""
     rewards: np.ndarray
     """[n] float32."""
     next_obs: np.ndarray
     """[n, obs_dim] float32: the next decision's observation, or the final one at an end."""
     terminated: np.ndarray
     """[n] float32 1.0 where the episode really ended (no bootstrap); 0.0 on truncation."""
+    action_masks: np.ndarray | None = None
+    """[n, sum(branches)] uint8, 1 where the action was allowed when it was taken (discrete
+    branches); None for continuous-only behaviors."""
 
 
 def owned_copy(value: Any) -> Any:

@@ -20,7 +20,10 @@ ML-Agents 2.x, Sentis in 3.x) like one written by ``mlagents-learn``:
 - the exported policy is deterministic: the ``module`` given here maps observations to the
   action to take (normalisation folded in), so ``continuous_actions`` equals
   ``deterministic_continuous_actions`` (same for discrete). Unity behaves the same whether or not
-  "Deterministic Inference" is ticked.
+  "Deterministic Inference" is ticked. Exception: a module with a
+  ``deterministic_continuous_actions(*observations)`` method supplies that output itself (SAC:
+  ``continuous_actions`` = tanh(μ), ``deterministic_continuous_actions`` = μ un-squashed, as
+  ML-Agents exports it).
 
 Visual observations (3-D, channels-first as mlagents-envs 1.1.0 reports them) are declared
 NCHW as Unity feeds them, in [0, 1], which is what the trainers see (``visual_scale`` rescales
@@ -118,8 +121,12 @@ class UnityPolicy(nn.Module):
         out = [self.version_number, self.memory_size_vector]
         if continuous is not None:
             continuous = continuous.to(torch.float32)
-            # two distinct graph values: the deterministic output is an Identity of the sample
-            out += [continuous, self.continuous_act_size_vector, torch.clone(continuous)]
+            deterministic = getattr(self.policy, "deterministic_continuous_actions", None)
+            # two distinct graph values: the deterministic output is an Identity of the sample,
+            # unless the module says otherwise (SAC: ML-Agents' un-squashed mean)
+            deterministic = (torch.clone(continuous) if deterministic is None
+                             else deterministic(*observations).to(torch.float32))
+            out += [continuous, self.continuous_act_size_vector, deterministic]
         if discrete is not None:
             discrete = discrete.to(torch.int64)
             out += [discrete, self.discrete_act_size_vector, torch.clone(discrete)]

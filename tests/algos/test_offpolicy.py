@@ -31,8 +31,13 @@ class ToyLearner:
     def __init__(self, cfg: ToyConfig):
         self.cfg = cfg
         self.updates = 0
+        self.agent_steps = 0
+        self.observed = 0
         self.q = 0.0
         self.seen_weights: list = []
+
+    def observe(self, obs) -> None:
+        self.observed += len(obs)
 
     def update(self, batch: TransitionBatch, importance_weights=None) -> UpdateResult:
         td = batch.rewards - self.q
@@ -58,7 +63,7 @@ class ToyActing(OffPolicyActingPolicy):
     def load_policy_weights(self, weights):
         self.version, self.has_critic = weights["version"], weights["critic"]
 
-    def policy_actions(self, obs, deterministic, agent_keys):
+    def policy_actions(self, obs, deterministic, agent_keys, action_mask=None):
         return np.full((len(obs), 1), 0.25 if deterministic else 0.5, np.float32)
 
     def random_actions(self, n):

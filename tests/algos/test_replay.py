@@ -220,7 +220,7 @@ def _check_all_rows(buf: SharedReplayBuffer) -> None:
     """Every valid stored row is whole; samples are whole and never torn rows."""
     state = buf.state_dict()
     valid = state.get("valid", np.ones(state["size"], np.uint8)).astype(bool)
-    assert_rows_consistent(TransitionBatch(*(state[f][valid] for f in TransitionBatch._fields)))
+    assert_rows_consistent(TransitionBatch(*(state[f][valid] for f in TransitionBatch._fields if f in state)))
     if len(buf):
         assert_rows_consistent(buf.sample(512))
     if buf.prioritized:

@@ -11,6 +11,7 @@ from unity_rl.algorithms.spec import TrainerTypeSpec, registered_module
 TRAINER_TYPES: dict[str, str] = {
     "ppo": "unity_rl.algorithms.ppo",
     "ddpg": "unity_rl.algorithms.ddpg",
+    "sac": "unity_rl.algorithms.sac",
 }
 """trainer_type -> package whose ``SPEC`` describes it (imported on first use)."""
 

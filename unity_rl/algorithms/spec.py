@@ -66,6 +66,10 @@ class TrainerTypeSpec:
     """Fields of ``hyperparameters`` that other YAML keys fill (reward_signals.extrinsic.gamma for
     one-discount learners, max_steps)."""
 
+    quirk_fixes: Mapping[str, tuple[str, Any]] = field(default_factory=dict)
+    """``unity_rl.fix_quirks`` entries this type knows -> (hyperparameters field, value): an
+    ML-Agents quirk the type copies by default and fixes when a run names the entry."""
+
     def make_algorithm(self, run_cfg: Any, section: str, behavior_cfg: Any):
         """The runtime ``Algorithm`` of one config section (imports torch)."""
         return load_attribute(self.algorithm)(run_cfg, section, behavior_cfg)

@@ -270,6 +270,9 @@ class UnityRLConfig:
     trajectory_cuts: Literal["time_horizon", "segment"] = "time_horizon"
     """'time_horizon': cut trajectories only at time_horizon or an episode end (ML-Agents);
     'segment': also at every segment end (each actor's share of a buffer)."""
+    fix_quirks: tuple[str, ...] = ()
+    """ML-Agents quirks to fix rather than copy (names: docs/from-mlagents-learn.md; e.g.
+    sac_deterministic_squash); without an entry a trainer type does what ML-Agents does."""
 
     def __post_init__(self) -> None:
         s = "unity_rl"
@@ -291,6 +294,9 @@ class UnityRLConfig:
                "an int >= 1", self.torch_threads)
         check_field(self.trajectory_cuts in ("time_horizon", "segment"), s, "trajectory_cuts",
                "'time_horizon' or 'segment'", self.trajectory_cuts)
+        known = known_quirk_fixes()
+        check_field(isinstance(self.fix_quirks, tuple) and all(q in known for q in self.fix_quirks),
+                    s, "fix_quirks", f"a list of names among {sorted(known)}", self.fix_quirks)
 
     def resolve_segment_steps(self, behavior: BehaviorConfig) -> int:
         """segment_steps, or its trainer type's default (PPO: buffer_size / num_actors, rounded
@@ -299,6 +305,21 @@ class UnityRLConfig:
             return self.segment_steps
         spec = trainer_type(behavior.trainer_type)
         return spec.default_segment_steps(behavior.hyperparameters, self.num_actors)
+
+
+def known_quirk_fixes() -> set[str]:
+    """Every ``unity_rl.fix_quirks`` name a registered trainer type knows."""
+    return {name for t in trainer_type_names() for name in trainer_type(t).quirk_fixes}
+
+
+def with_quirk_fixes(behavior: BehaviorConfig, fixes: tuple[str, ...]) -> BehaviorConfig:
+    """``behavior`` with its trainer type's fields for the named quirks set to the fix."""
+    table = trainer_type(behavior.trainer_type).quirk_fixes
+    changes = dict(table[q] for q in fixes if q in table)
+    if not changes:
+        return behavior
+    return dataclasses.replace(behavior, hyperparameters=dataclasses.replace(
+        behavior.hyperparameters, **changes))
 
 
 @dataclass(frozen=True)
@@ -329,6 +350,13 @@ class RunConfig:
         for name in ("behaviors", "environment_parameters"):
             if not isinstance(getattr(self, name), FrozenMap):
                 object.__setattr__(self, name, FrozenMap(getattr(self, name)))
+        if self.unity_rl.fix_quirks:
+            fixed = {name: with_quirk_fixes(b, self.unity_rl.fix_quirks)
+                     for name, b in self.behaviors.items()}
+            object.__setattr__(self, "behaviors", FrozenMap(fixed))
+            if self.default_settings is not None:
+                object.__setattr__(self, "default_settings",
+                                   with_quirk_fixes(self.default_settings, self.unity_rl.fix_quirks))
 
     @property
     def env_settings(self) -> LaunchSettings:

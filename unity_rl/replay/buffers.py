@@ -217,7 +217,7 @@ class ReplayBuffer:
 
     def __init__(self, capacity: int, obs_dim: int, act_dim: int, seed: int | None = 0, *,
                  prioritized: bool = False, alpha: float = 0.6, eps: float = 1e-6,
-                 sampler: str = "numpy"):
+                 sampler: str = "numpy", mask_dim: int = 0):
         if capacity < 1:
             raise ValueError(f"capacity must be >= 1, got {capacity}")
         if sampler not in ("numpy", "cpprb"):
@@ -225,6 +225,9 @@ class ReplayBuffer:
         self.capacity = int(capacity)
         self.obs_dim = int(obs_dim)
         self.act_dim = int(act_dim)
+        self.mask_dim = int(mask_dim)
+        """Action-mask columns per row (sum of the discrete branches; 0: no masks stored)."""
+        self.fields = _FIELDS + (("action_masks",) if self.mask_dim else ())
         self.prioritized = bool(prioritized)
         self.alpha = float(alpha)
         self.eps = float(eps)
@@ -256,6 +259,7 @@ class ReplayBuffer:
             "rewards": ((c,), f32),
             "next_obs": ((c, self.obs_dim), f32),
             "terminated": ((c,), f32),
+            **({"action_masks": ((c, self.mask_dim), np.dtype(np.uint8))} if self.mask_dim else {}),
             "valid": ((c,), np.dtype(np.uint8)),  # 0: never written, or torn by a dead writer
             "ctl": ((_CTL_LEN,), np.dtype(np.int64)),
         }
@@ -352,7 +356,9 @@ class ReplayBuffer:
         n = len(batch.rewards)
         if n == 0:
             return
-        rows = {name: np.asarray(getattr(batch, name)) for name in _FIELDS}
+        if self.mask_dim and batch.action_masks is None:
+            batch = batch._replace(action_masks=np.ones((n, self.mask_dim), np.uint8))
+        rows = {name: np.asarray(getattr(batch, name)) for name in self.fields}
         if priorities is not None:
             priorities = np.asarray(priorities, np.float64).reshape(n)
         if n > self.capacity:  # only the newest `capacity` rows survive
@@ -366,7 +372,7 @@ class ReplayBuffer:
                 idx: Any = slice(pos, pos + n)
             else:
                 idx = (pos + np.arange(n)) % self.capacity
-            for name in _FIELDS:
+            for name in self.fields:
                 self._arrays[name][idx] = rows[name]
             if self.prioritized:
                 self._add_priorities(idx, pos, n, priorities)
@@ -374,6 +380,15 @@ class ReplayBuffer:
             self._ctl[_POS] = (pos + n) % self.capacity  # published only once rows are whole
             self._ctl[_SIZE] = min(size + n, self.capacity)
             self._end_write()
+
+    def newest_obs(self, n: int) -> np.ndarray:
+        """[min(n, len), obs_dim] copy of the observations of the ``n`` rows written last (what
+        a learner folds into its normaliser when actors wrote the rows themselves)."""
+        with self._locked():
+            pos, size = int(self._ctl[_POS]), int(self._ctl[_SIZE])
+            n = min(int(n), size)
+            idx = (pos - n + np.arange(n)) % self.capacity
+            return self._arrays["obs"][idx].copy()
 
     def sample(self, batch_size: int) -> TransitionBatch:
         """``batch_size`` transitions (proportional to priority when prioritised)."""
@@ -398,7 +413,7 @@ class ReplayBuffer:
                         break
                 else:
                     raise RuntimeError("replay sampling kept drawing invalid rows")
-            batch = TransitionBatch(*(self._arrays[name][idx] for name in _FIELDS))
+            batch = TransitionBatch(**{name: self._arrays[name][idx] for name in self.fields})
         return ReplaySample(batch, idx.astype(np.int64), weights)
 
     def _draw(self, batch_size: int, beta: float, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -431,11 +446,11 @@ class ReplayBuffer:
             size = int(self._ctl[_SIZE])
             state = {
                 "capacity": self.capacity, "obs_dim": self.obs_dim, "act_dim": self.act_dim,
-                "prioritized": self.prioritized,
+                "mask_dim": self.mask_dim, "prioritized": self.prioritized,
                 "pos": int(self._ctl[_POS]), "size": size,
                 "rng": self.rng.bit_generator.state,
             }
-            for name in _FIELDS:
+            for name in self.fields:
                 state[name] = self._arrays[name][:size].copy()
             if not self._valid[:size].all():
                 state["valid"] = self._valid[:size].copy()
@@ -446,8 +461,8 @@ class ReplayBuffer:
 
     def load_state_dict(self, state: dict) -> None:
         """Restores a ``state_dict()`` taken from a buffer of the same shape and kind."""
-        for key in ("capacity", "obs_dim", "act_dim", "prioritized"):
-            if state[key] != getattr(self, key):
+        for key in ("capacity", "obs_dim", "act_dim", "mask_dim", "prioritized"):
+            if state.get(key, 0) != getattr(self, key):
                 raise ValueError(f"replay state has {key}={state[key]!r}, "
                                  f"this buffer has {getattr(self, key)!r}")
         size = int(state["size"])
@@ -455,7 +470,7 @@ class ReplayBuffer:
             self._begin_write(0, self.capacity, 0)
             self._init_contents()
             self._begin_write(0, self.capacity, 0)  # _init_contents cleared the record
-            for name in _FIELDS:
+            for name in self.fields:
                 self._arrays[name][:size] = state[name]
             self._valid[:size] = state["valid"] if "valid" in state else 1
             if self.prioritized:
@@ -576,7 +591,8 @@ class SharedReplayBuffer(ReplayBuffer):
 
     def __init__(self, capacity: int, obs_dim: int, act_dim: int, seed: int | None = 0, *,
                  prioritized: bool = False, alpha: float = 0.6, eps: float = 1e-6,
-                 ctx: Any = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S):
+                 ctx: Any = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S,
+                 mask_dim: int = 0):
         self._shm: shared_memory.SharedMemory | None = None
         self._owner = True
         self._mutex: Any = None
@@ -585,7 +601,7 @@ class SharedReplayBuffer(ReplayBuffer):
         if _PTHREAD is None:
             self._fallback_lock = (ctx if ctx is not None else mp.get_context("spawn")).Lock()
         super().__init__(capacity, obs_dim, act_dim, seed, prioritized=prioritized,
-                         alpha=alpha, eps=eps, sampler="numpy")
+                         alpha=alpha, eps=eps, sampler="numpy", mask_dim=mask_dim)
         self._lock = None  # the segment's mutex replaces the thread lock
 
     @property
@@ -668,7 +684,7 @@ class SharedReplayBuffer(ReplayBuffer):
         if self._shm is None:
             raise RuntimeError("cannot pickle a closed SharedReplayBuffer")
         state = {"params": (self.capacity, self.obs_dim, self.act_dim, self.prioritized,
-                            self.alpha, self.eps, self.seed),
+                            self.alpha, self.eps, self.seed, self.mask_dim),
                  "name": self._shm.name, "lock_timeout": self.lock_timeout}
         if self._fallback_lock is not None:
             state["lock"] = self._fallback_lock  # travels only while spawning
@@ -676,7 +692,8 @@ class SharedReplayBuffer(ReplayBuffer):
 
     def __setstate__(self, state: dict) -> None:
         (self.capacity, self.obs_dim, self.act_dim, self.prioritized,
-         self.alpha, self.eps, self.seed) = state["params"]
+         self.alpha, self.eps, self.seed, self.mask_dim) = state["params"]
+        self.fields = _FIELDS + (("action_masks",) if self.mask_dim else ())
         self.sampler = "numpy"
         self._cpprb = None
         self.lock_timeout = float(state.get("lock_timeout", DEFAULT_LOCK_TIMEOUT_S))

@@ -41,7 +41,8 @@ def restore_replay(replay: ReplayBuffer, state: dict) -> None:
                          f"{replay.obs_dim} and {replay.act_dim}")
     size, pos = int(state["size"]), int(state["pos"])
     order = np.arange(size) if size < state["capacity"] else (pos + np.arange(size)) % size
-    batch = TransitionBatch(*(np.asarray(state[f])[order] for f in TransitionBatch._fields))
+    batch = TransitionBatch(**{f: np.asarray(state[f])[order] for f in TransitionBatch._fields
+                               if state.get(f) is not None})
     priorities = None
     if state["prioritized"] and replay.prioritized:
         # stored leaves are (|δ| + eps)^α: back to raw |δ| for add()

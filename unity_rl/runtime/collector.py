@@ -191,12 +191,13 @@ class TrajectoryCollector:
             track.episode_return += reward
             self.completed_steps += 1
         if track.rewards:
-            self._cut(track, final_obs, terminated=not interrupted)
+            self._cut(track, final_obs, terminated=not interrupted, interrupted=interrupted)
         if track.episode_length > 0:
             self.episode_returns.append(track.episode_return)
             self.episode_lengths.append(track.episode_length)
 
-    def _cut(self, track: _AgentTrack, last_obs: np.ndarray, terminated: bool) -> None:
+    def _cut(self, track: _AgentTrack, last_obs: np.ndarray, terminated: bool,
+             interrupted: bool = False) -> None:
         """Emits the completed steps of ``track``; a pending step (if any) stays in it."""
         k = len(track.rewards)
         self.finished_steps += k
@@ -209,6 +210,7 @@ class TrajectoryCollector:
             last_obs=np.array(last_obs, np.float32),
             terminated=terminated,
             action_masks=np.stack(track.masks[:k]) if track.masks else None,
+            interrupted=interrupted,
         ))
         del track.obs[:k], track.actions[:k], track.logprobs[:k], track.values[:k]
         if track.masks:

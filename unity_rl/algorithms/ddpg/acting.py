@@ -52,7 +52,8 @@ class DDPGActorPolicy(OffPolicyActingPolicy):
         self.policy.load_weights(weights)
 
     def policy_actions(self, obs: np.ndarray, deterministic: bool,
-                       agent_keys: AgentKeys | None) -> np.ndarray:
+                       agent_keys: AgentKeys | None,
+                       action_mask: np.ndarray | None = None) -> np.ndarray:
         return self.policy.act(obs, noise=not deterministic, agent_keys=agent_keys)
 
     def random_actions(self, n: int) -> np.ndarray:

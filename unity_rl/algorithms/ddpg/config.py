@@ -15,6 +15,8 @@ class DDPGConfig(ReplayConfig):
 
     TRAINER_TYPE = "ddpg"
 
+    gamma: float = 0.99
+    """Discount factor γ of the TD target (filled from reward_signals.extrinsic.gamma)."""
     tau: float = 0.005
     """Polyak factor: θ' ← τθ + (1 − τ)θ' after each actor update (paper: 0.001)."""
     actor_lr: float = 3e-4
@@ -37,6 +39,7 @@ class DDPGConfig(ReplayConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         check = self.check
+        check(0.0 <= self.gamma <= 1.0, "gamma", "in [0, 1]")
         check(0.0 < self.tau <= 1.0, "tau", "in (0, 1]")
         check(self.actor_lr > 0, "actor_lr", "> 0")
         check(self.critic_lr > 0, "critic_lr", "> 0")

@@ -209,6 +209,8 @@ class DDPGLearner:
         self.normalizer = self.layout.make_normalizer(normalize)
         self.updates = 0
         """Gradient updates done (critic steps); also the weights' version."""
+        self.agent_steps = 0
+        """Collected agent-steps (set by the host; DDPG has no schedule that reads it)."""
         self.last_policy_loss = 0.0
 
     # -- data to tensors ---------------------------------------------------------------------
@@ -224,6 +226,9 @@ class DDPGLearner:
                       self._obs_tensor(batch.next_obs), self.actor_target, self.critic_target,
                       self.cfg.gamma)
         return y.cpu().numpy()
+
+    def observe(self, obs: np.ndarray) -> None:
+        """Nothing: DDPG folds each sampled batch into its normaliser instead (``update``)."""
 
     # -- the algorithm -----------------------------------------------------------------------
     def update(self, batch: TransitionBatch,

@@ -52,17 +52,35 @@ from unity_rl.runtime.acting import ActingPolicy, AgentKeys
 # Trajectories -> transitions
 # ----------------------------------------------------------------------------------------------
 
-def trajectories_to_transitions(trajectories: Sequence[Trajectory]) -> TransitionBatch:
-    """One transition per trajectory row (see the module doc for next_obs and terminated)."""
+def trajectories_to_transitions(trajectories: Sequence[Trajectory], mask_size: int = 0,
+                                interrupted_next_obs: str = "final") -> TransitionBatch:
+    """One transition per trajectory row (see the module doc for next_obs and terminated).
+
+    ``mask_size`` > 0 (discrete branches): the rows carry the action masks (all-allowed where a
+    trajectory has none). ``interrupted_next_obs='own'``: the last row of an interrupted
+    trajectory gets its own observation as next_obs (ML-Agents' SAC); 'final': Unity's final one.
+    """
     if not trajectories:
         raise ValueError("no trajectories to convert")
     obs = np.concatenate([t.obs for t in trajectories]).astype(np.float32, copy=False)
-    next_obs = np.concatenate([np.concatenate([t.obs[1:], t.last_obs[None]])
+    next_obs = np.concatenate([np.concatenate([t.obs[1:], _bootstrap_obs(t, interrupted_next_obs)])
                                for t in trajectories]).astype(np.float32, copy=False)
     terminated = np.concatenate([_terminated_column(t) for t in trajectories])
-    actions = np.concatenate([t.actions for t in trajectories]).astype(np.float32, copy=False)
+    actions = np.concatenate([np.asarray(t.actions, np.float32).reshape(len(t.rewards), -1)
+                              for t in trajectories])
     rewards = np.concatenate([t.rewards for t in trajectories]).astype(np.float32, copy=False)
-    return TransitionBatch(obs, actions, rewards, next_obs, terminated)
+    masks = None
+    if mask_size:
+        masks = np.concatenate([np.ones((len(t.rewards), mask_size), np.uint8)
+                                if t.action_masks is None else np.asarray(t.action_masks, np.uint8)
+                                for t in trajectories])
+    return TransitionBatch(obs, actions, rewards, next_obs, terminated, masks)
+
+
+def _bootstrap_obs(t: Trajectory, interrupted_next_obs: str) -> np.ndarray:
+    if interrupted_next_obs == "own" and getattr(t, "interrupted", False):
+        return t.obs[-1:]
+    return t.last_obs[None]
 
 
 def _terminated_column(t: Trajectory) -> np.ndarray:
@@ -107,6 +125,8 @@ class OffPolicyActingPolicy(ActingPolicy):
         self.num_actors = 1
         self.acted = 0
         """Rows acted on since the last weights."""
+        self.mask_size = 0
+        """Action-mask columns the transitions carry (a type with discrete branches sets it)."""
 
     # -- what a trainer type supplies ----------------------------------------------------------
     @abc.abstractmethod
@@ -115,9 +135,10 @@ class OffPolicyActingPolicy(ActingPolicy):
 
     @abc.abstractmethod
     def policy_actions(self, obs: np.ndarray, deterministic: bool,
-                       agent_keys: AgentKeys | None) -> np.ndarray:
+                       agent_keys: AgentKeys | None,
+                       action_mask: np.ndarray | None = None) -> np.ndarray:
         """[n, act_dim] actions of the loaded policy: exploring (per-agent state by key), or
-        the deterministic policy."""
+        the deterministic policy; ``action_mask`` bool [n, sum(branches)] for discrete parts."""
 
     @abc.abstractmethod
     def random_actions(self, n: int) -> np.ndarray:
@@ -143,7 +164,8 @@ class OffPolicyActingPolicy(ActingPolicy):
         return self.published_steps + self.num_actors * self.acted
 
     def is_warming_up(self) -> bool:
-        return self.run_steps() < self.cfg.warmup_steps
+        """Random actions now: a type with ``RANDOM_WARMUP`` before ``warmup_steps``."""
+        return self.cfg.RANDOM_WARMUP and self.run_steps() < self.cfg.warmup_steps
 
     def act(self, obs: np.ndarray, action_mask: np.ndarray | None = None,
             deterministic: bool = False, agent_keys: AgentKeys | None = None,
@@ -152,11 +174,11 @@ class OffPolicyActingPolicy(ActingPolicy):
         during warm-up), or the deterministic policy's."""
         n = len(obs)
         if deterministic:
-            actions = self.policy_actions(obs, True, agent_keys)
+            actions = self.policy_actions(obs, True, agent_keys, action_mask)
         elif self.is_warming_up():
             actions = self.random_actions(n)
         else:
-            actions = self.policy_actions(obs, False, agent_keys)
+            actions = self.policy_actions(obs, False, agent_keys, action_mask)
         self.acted += n
         return actions, np.zeros(n, np.float32), np.full(n, np.nan, np.float32)
 
@@ -167,7 +189,8 @@ class OffPolicyActingPolicy(ActingPolicy):
         prioritized = self.cfg.prioritized
         if self.replay is None and not prioritized:
             return segment
-        batch = trajectories_to_transitions(segment.trajectories)
+        batch = trajectories_to_transitions(segment.trajectories, self.mask_size,
+                                            self.cfg.interrupted_next_obs)
         priorities = self.td_errors(batch) if prioritized else None
         if self.replay is not None:
             self.replay.add(batch, priorities)

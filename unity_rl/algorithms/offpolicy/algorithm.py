@@ -36,6 +36,10 @@ class OffPolicyAlgorithm(Algorithm):
     def action_size(self, action_spec: Any) -> int:
         """Columns of a replay row's action; ValueError (a sentence) for a spec it cannot train."""
 
+    def mask_size(self, action_spec: Any) -> int:
+        """Action-mask columns a replay row keeps (default none: continuous-only types)."""
+        return 0
+
     @abc.abstractmethod
     def make_learner(self, info: BehaviorInfo, ctx: HostContext) -> OffPolicyLearner:
         """The behavior's learner (on ``ctx.device``, seeded with ``ctx.seed``)."""
@@ -68,7 +72,8 @@ class OffPolicyAlgorithm(Algorithm):
         # shared: actors attach by name (the handle rides with the weights)
         replay, handle = open_replay(cfg.buffer_size, info.obs_dim, act_dim, ctx.seed,
                                      shared=self.shared_replay, prioritized=cfg.prioritized,
-                                     alpha=cfg.per_alpha, eps=cfg.per_eps)
+                                     alpha=cfg.per_alpha, eps=cfg.per_eps,
+                                     mask_dim=self.mask_size(info.action_spec))
         host = OffPolicyHost(learner, replay, name=self.name, num_actors=ctx.num_actors,
                              replay_handle=handle, max_steps=self.behavior_cfg.max_steps)
         self.hosts.append(host)

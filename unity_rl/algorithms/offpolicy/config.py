@@ -17,9 +17,11 @@ class ReplayConfig:
 
     TRAINER_TYPE: ClassVar[str] = "off-policy"
     """Prefix of validation errors ('ddpg.batch_size must be ...')."""
+    RANDOM_WARMUP: ClassVar[bool] = True
+    """True: uniform random actions during ``warmup_steps`` (DDPG); False: the policy acts from
+    the first step and ``warmup_steps`` only delays the updates (ML-Agents' SAC
+    ``buffer_init_steps``)."""
 
-    gamma: float = 0.99
-    """Discount factor γ of the TD target (filled from reward_signals.extrinsic.gamma)."""
     batch_size: int = 256
     """Transitions per gradient update."""
     buffer_size: int = 1_000_000
@@ -37,6 +39,9 @@ class ReplayConfig:
     1 (full correction) at the behavior's max_steps (Schaul et al. 2016)."""
     per_eps: float = 1e-6
     """Added to |TD error| so that every stored transition keeps a non-zero priority."""
+    interrupted_next_obs: str = "final"
+    """Next observation of the last row of an interrupted (max-step) trajectory: 'final' (the
+    observation Unity sent with the interruption) or 'own' (the row's own, ML-Agents' SAC)."""
     save_replay_buffer: bool = False
     """Keep the replay buffer in checkpoints, so --resume continues with it (ML-Agents' key;
     off by default as there: a resumed run refills an empty buffer)."""
@@ -49,7 +54,6 @@ class ReplayConfig:
 
     def __post_init__(self) -> None:
         check = self.check
-        check(0.0 <= self.gamma <= 1.0, "gamma", "in [0, 1]")
         check(isinstance(self.batch_size, int) and self.batch_size >= 1,
               "batch_size", "an int >= 1")
         check(isinstance(self.buffer_size, int) and self.buffer_size >= self.batch_size,
@@ -62,6 +66,12 @@ class ReplayConfig:
         check(0.0 <= self.per_beta <= 1.0, "per_beta", "in [0, 1]")
         check(self.per_eps > 0, "per_eps", "> 0")
         check(isinstance(self.save_replay_buffer, bool), "save_replay_buffer", "a bool")
+        check(self.interrupted_next_obs in ("final", "own"), "interrupted_next_obs",
+              "'final' or 'own'")
+
+    def min_replay_rows(self) -> int:
+        """Rows the replay must hold before the first update (1: any)."""
+        return 1
 
     def updates_owed(self, agent_steps: int, updates_done: int) -> int:
         """Gradient updates due after ``agent_steps`` collected agent-steps: none during

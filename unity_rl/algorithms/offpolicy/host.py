@@ -101,16 +101,20 @@ class OffPolicyHost:
         carry none: their actors wrote them already); returns the lag in versions."""
         self.agent_steps += segment.agent_steps
         if segment.trajectories:
-            batch = trajectories_to_transitions(segment.trajectories)
+            batch = trajectories_to_transitions(segment.trajectories, self.replay.mask_dim,
+                                                self.cfg.interrupted_next_obs)
             priorities = carried_priorities(segment.trajectories) if self.cfg.prioritized else None
             self.replay.add(batch, priorities)
+            self.learner.observe(batch.obs)
+        elif segment.agent_steps:  # a receipt: its actor wrote the rows into the shared replay
+            self.learner.observe(self.replay.newest_obs(segment.agent_steps))
         then = self._updates_at.get(segment.policy_version)
         if then is not None:
             self._lag_updates.append(float(self.updates - then))
         return self.version - segment.policy_version
 
     def ready(self) -> bool:
-        return self.updates_owed() > 0 and len(self.replay) > 0
+        return self.updates_owed() > 0 and len(self.replay) >= self.cfg.min_replay_rows()
 
     def train(self, sync: bool) -> dict[str, float]:
         owed = self.updates_owed()
@@ -147,7 +151,8 @@ class OffPolicyHost:
         cfg, replay, learner = self.cfg, self.replay, self.learner
         sums: dict[str, float] = {}
         done = 0
-        if len(replay) > 0:
+        learner.agent_steps = self.agent_steps
+        if len(replay) >= cfg.min_replay_rows():
             for _ in range(num_updates):
                 if cfg.prioritized:
                     beta = (per_beta(cfg.per_beta, self.agent_steps, self.max_steps)

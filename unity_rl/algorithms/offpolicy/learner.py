@@ -5,6 +5,10 @@ reads top to bottom in its paper's order inside ``update``. What the host needs 
 
     cfg                                  a ``ReplayConfig`` (batch size, replay ratio, PER ...)
     updates                              gradient updates done; also its weights' version
+    agent_steps                          the behavior's collected agent-steps (the host sets
+                                         it before updating: schedules)
+    observe(obs)                         newly collected observations, as they arrive (the
+                                         normaliser; a learner may ignore them)
     update(batch, importance_weights)    one gradient step -> UpdateResult(metrics, td_errors)
     weights(include_critic)              what the acting policy loads (CPU tensors, plain dicts);
                                          with include_critic also what it needs for td_errors
@@ -41,6 +45,9 @@ class OffPolicyLearner(Protocol):
 
     cfg: ReplayConfig
     updates: int
+    agent_steps: int
+
+    def observe(self, obs: np.ndarray) -> None: ...
 
     def update(self, batch: TransitionBatch,
                importance_weights: np.ndarray | None = None) -> UpdateResult: ...

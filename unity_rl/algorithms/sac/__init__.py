@@ -1,0 +1,22 @@
+"""``trainer_type: sac`` — Soft Actor-Critic as mlagents-learn 1.1.0 runs it (every key with its
+meaning), on the off-policy seam: sync or async actors, local or Ray, the replay shared by the
+actors in async local runs.
+
+Files: ``config.py`` (SACConfig, YAML keys, quirk fixes; torch-free), ``nets.py`` (π, V, Q as
+ML-Agents builds them), ``learner.py`` (SACLearner: ML-Agents' update), ``acting.py`` (the
+actors' policy), ``host.py`` (``SACAlgorithm``), ``export.py`` (saved policy -> module for
+evaluate and ONNX).
+"""
+from unity_rl.algorithms.sac.config import QUIRK_FIXES, SAC_KEYS, SEGMENT_STEPS, SACConfig
+from unity_rl.algorithms.spec import TrainerTypeSpec
+
+SPEC = TrainerTypeSpec(
+    name="sac",
+    hyperparameters=SACConfig,
+    yaml_keys=SAC_KEYS,
+    algorithm="unity_rl.algorithms.sac.host:SACAlgorithm",
+    policy_loader="unity_rl.algorithms.sac.export:load_policy_module",
+    default_segment_steps=lambda hp, num_actors: SEGMENT_STEPS,
+    from_elsewhere=("max_steps",),
+    quirk_fixes=QUIRK_FIXES,
+)

@@ -1,0 +1,328 @@
+"""Soft Actor-Critic (Haarnoja et al. 2018, arXiv:1801.01290 and arXiv:1812.05905) as ML-Agents
+1.1.0's ``TorchSACOptimizer.update`` runs it, one replay minibatch per call.
+
+A pure learner (no processes, no I/O, no replay): ``SACLearner`` fits
+``offpolicy.learner.OffPolicyLearner``. ``update(batch)`` reads top to bottom in ML-Agents' order:
+
+    r_k      = strength_k · reward_k(batch)                    every reward signal k
+    ã, log π = a fresh reparameterised sample from π(·|s)      (tanh-squashed; masked branches)
+    V(s), Q1(s, ã), Q2(s, ã), Q1(s, a), Q2(s, a), V'(s')
+    Q loss   = ½ mean (r_k + γ_k (1 − d) V'_k(s') − Q_i(s, a))²         i = 1, 2
+    V loss   = ½ mean (V_k(s) − [min_i Q_i(s, ã) − α log π(ã|s)])²
+    π loss   = mean α log π(ã|s) − Q1(s, ã)
+    α loss   = −mean log α · (log π(ã|s) + H̄)                   (α = exp(log α))
+    steps:     policy Adam, then value Adam (Q1 + Q2 + V), then entropy Adam, then V' ← τV + (1 − τ)V'
+
+For discrete branches every expectation over actions is exact (ML-Agents' sums of π·Q and
+π·log π per branch, Q of a taken action the mean over branches of its one-hot pick), one α per
+branch with target entropy 0.2·ln(branch size); the continuous part has one α with target −C.
+ML-Agents' quirks are kept by default (``SACConfig``: its hybrid V-target sign); the fixes are
+``unity_rl.fix_quirks`` entries (docs/sac.md).
+
+Observations: flat rows, one normaliser (``observe`` folds new rows in as they arrive, as
+ML-Agents' ``_process_trajectory`` does; Q1, Q2, V and V' share it, as its ``copy_normalization``
+makes them). No process-wide torch state is set.
+"""
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from unity_rl.algorithms.encoders import ObservationLayout, ObsShapesLike
+from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.algorithms.nets import seeded_init
+from unity_rl.algorithms.offpolicy.learner import UpdateResult
+from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
+from unity_rl.algorithms.reward_signals.registry import make_reward_signals
+from unity_rl.algorithms.sac.config import SACConfig
+from unity_rl.algorithms.sac.export import SACExportModule
+from unity_rl.algorithms.sac.nets import SACActor, ValueNetwork, soft_update
+
+DISCRETE_TARGET_ENTROPY_SCALE = 0.2
+"""ML-Agents: target entropy of a branch of size b is 0.2·ln(b) ("roughly e-greedy 0.05")."""
+CONTINUOUS_TARGET_ENTROPY_SCALE = 1.0
+"""ML-Agents: target entropy of the continuous part is −1.0·C."""
+
+
+def action_parts(action_spec: Any) -> tuple[int, tuple[int, ...]]:
+    """(continuous size, discrete branches); ValueError for a spec with no action."""
+    continuous = int(getattr(action_spec, "continuous_size", 0))
+    branches = tuple(int(b) for b in (getattr(action_spec, "discrete_branches", ()) or ()))
+    if not continuous and not branches:
+        raise ValueError("the action spec has neither continuous actions nor discrete branches")
+    return continuous, branches
+
+
+def cpu_state(module: nn.Module) -> dict:
+    return {k: v.detach().cpu().clone() for k, v in module.state_dict().items()}
+
+
+class SACLearner:
+    """Owns π, V, V', Q1, Q2, the log α's, three Adams and the authoritative normaliser."""
+
+    def __init__(self, obs_shapes: ObsShapesLike, action_spec: Any, cfg: SACConfig,
+                 network: NetworkConfig,
+                 reward_signals: Sequence[RewardSignalConfig] = EXTRINSIC_ONLY,
+                 device: str = "cpu", seed: int | None = None, goal_indices: Sequence[int] = ()):
+        self.cfg = cfg
+        self.network = network
+        self.layout = ObservationLayout(obs_shapes)
+        self.obs_shapes = self.layout.obs_shapes
+        self.continuous_size, self.discrete_branches = action_parts(action_spec)
+        self.device = torch.device(device)
+        self.goal_indices = tuple(int(i) for i in goal_indices)
+        self.reward_signals = make_reward_signals(reward_signals, self.obs_shapes, action_spec)
+        streams = [s.name for s in self.reward_signals]
+        c, branches = self.continuous_size, self.discrete_branches
+        goals = {"goal_indices": self.goal_indices}
+        with seeded_init(seed):
+            self.policy = SACActor(self.obs_shapes, c, branches, network, **goals).to(self.device)
+            self.critic = ValueNetwork(self.obs_shapes, network, streams, **goals).to(self.device)
+            q_args = (self.obs_shapes, network, streams, c, max(sum(branches), 1))
+            self.q1 = ValueNetwork(*q_args, **goals).to(self.device)
+            self.q2 = ValueNetwork(*q_args, **goals).to(self.device)
+        self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
+        log_init = float(np.log(cfg.init_entcoef))
+        self.log_alpha_discrete = nn.Parameter(torch.full((len(branches),), log_init, device=self.device))
+        self.log_alpha_continuous = nn.Parameter(torch.full((1,), log_init, device=self.device))
+        self.target_entropy_continuous = -CONTINUOUS_TARGET_ENTROPY_SCALE * float(c)
+        self.target_entropy_discrete = [DISCRETE_TARGET_ENTROPY_SCALE * float(np.log(b))
+                                        for b in branches]
+        lr = cfg.learning_rate
+        self.policy_optimizer = torch.optim.Adam(self.policy.parameters(), lr=lr)
+        self.value_optimizer = torch.optim.Adam(
+            [*self.q1.parameters(), *self.q2.parameters(), *self.critic.parameters()], lr=lr)
+        self.entropy_optimizer = torch.optim.Adam(
+            [self.log_alpha_discrete, self.log_alpha_continuous], lr=lr)
+        self.normalizer = self.layout.make_normalizer(network.normalize)
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(0 if seed is None else int(seed))
+        """Draws the reparameterised action samples of the updates."""
+        self.updates = 0
+        """Gradient updates done; also the weights' version."""
+        self.agent_steps = 0
+        """The behavior's collected agent-steps (set by the host: the learning-rate schedule)."""
+
+    # -- data --------------------------------------------------------------------------------
+    def observe(self, obs: np.ndarray) -> None:
+        """Folds newly collected observations into the normaliser (as they arrive)."""
+        self.layout.update(self.normalizer, obs)
+
+    def _tensor(self, x: np.ndarray) -> torch.Tensor:
+        return torch.as_tensor(np.asarray(x, np.float32), device=self.device)
+
+    def _obs_tensor(self, obs: np.ndarray) -> torch.Tensor:
+        return self._tensor(self.layout.normalize(self.normalizer, obs))
+
+    # -- the algorithm -----------------------------------------------------------------------
+    def update(self, batch: Any, importance_weights: np.ndarray | None = None) -> UpdateResult:
+        """One SAC update on a replay minibatch (``TransitionBatch``; PER weights unused)."""
+        del importance_weights
+        cfg, c = self.cfg, self.continuous_size
+        rewards = {s.name: self._tensor(s.strength * s.rewards(batch)) for s in self.reward_signals}
+        obs, next_obs = self._obs_tensor(batch.obs), self._obs_tensor(batch.next_obs)
+        actions = self._tensor(batch.actions)
+        masks = None if batch.action_masks is None else self._tensor(batch.action_masks)
+        dones = self._tensor(batch.terminated)
+
+        # A fresh action ã ~ π(·|s) and its log-probabilities.
+        gaussian, categorical = self.policy(obs, masks)
+        sampled, cont_log_probs = (gaussian.rsample(self.generator) if gaussian is not None
+                                   else (None, None))
+        values = {k: v.squeeze(-1) for k, v in self.critic(obs).items()}
+        q1p = {k: v.squeeze(-1) for k, v in self.q1(obs, sampled).items()}
+        with torch.no_grad():
+            q2p = {k: v.squeeze(-1) for k, v in self.q2(obs, sampled).items()}
+        cont_actions = actions[:, :c] if c else None
+        q1 = {k: v.squeeze(-1) for k, v in self.q1(obs, cont_actions).items()}
+        q2 = {k: v.squeeze(-1) for k, v in self.q2(obs, cont_actions).items()}
+        if categorical is not None:
+            taken = actions[:, c:].long()
+            q1 = {k: self._taken_q(v, taken, categorical) for k, v in q1.items()}
+            q2 = {k: self._taken_q(v, taken, categorical) for k, v in q2.items()}
+        with torch.no_grad():
+            target_values = {k: v.squeeze(-1) for k, v in self.target_critic(next_obs).items()}
+
+        q1_loss, q2_loss = self._q_losses(q1, q2, target_values, dones, rewards)
+        value_loss = self._value_loss(values, q1p, q2p, cont_log_probs, categorical)
+        policy_loss = self._policy_loss(q1p, cont_log_probs, categorical)
+        entropy_loss = self._entropy_loss(cont_log_probs, categorical)
+
+        lr = cfg.learning_rate_at(self.agent_steps)
+        for optimizer, loss in ((self.policy_optimizer, policy_loss),
+                                (self.value_optimizer, q1_loss + q2_loss + value_loss),
+                                (self.entropy_optimizer, entropy_loss)):
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        soft_update(self.critic, self.target_critic, cfg.tau)
+        self.updates += 1
+
+        td_errors = np.abs(np.mean([(self._backup(k, target_values, dones, rewards) - q1[k])
+                                    .detach().cpu().numpy() for k in q1], axis=0))
+        return UpdateResult({
+            "Losses/Policy Loss": policy_loss.item(),
+            "Losses/Value Loss": value_loss.item(),
+            "Losses/Q1 Loss": q1_loss.item(),
+            "Losses/Q2 Loss": q2_loss.item(),
+            "Policy/Discrete Entropy Coeff": self.log_alpha_discrete.exp().mean().item()
+            if self.discrete_branches else 0.0,
+            "Policy/Continuous Entropy Coeff": self.log_alpha_continuous.exp().mean().item(),
+            "Policy/Learning Rate": lr,
+        }, td_errors.astype(np.float32))
+
+    # -- the losses (ML-Agents' sac_q_loss, sac_value_loss, sac_policy_loss, sac_entropy_loss) --
+    def _taken_q(self, q: torch.Tensor, taken: torch.Tensor, categorical) -> torch.Tensor:
+        """Q of the taken discrete actions: the mean over branches of each branch's pick."""
+        picks = [branch_q.gather(1, taken[:, i:i + 1])
+                 for i, branch_q in enumerate(categorical.split(q))]
+        return torch.stack(picks).mean(dim=0).squeeze(-1)
+
+    def _backup(self, name: str, target_values: dict, dones: torch.Tensor,
+                rewards: dict) -> torch.Tensor:
+        signal = next(s for s in self.reward_signals if s.name == name)
+        use_done = 0.0 if signal.ignore_done else 1.0
+        return rewards[name] + (1.0 - use_done * dones) * signal.gamma * target_values[name]
+
+    def _q_losses(self, q1: dict, q2: dict, target_values: dict, dones: torch.Tensor,
+                  rewards: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        q1_losses, q2_losses = [], []
+        for name in q1:
+            with torch.no_grad():
+                y = self._backup(name, target_values, dones, rewards)
+            q1_losses.append(0.5 * nn.functional.mse_loss(y, q1[name]))
+            q2_losses.append(0.5 * nn.functional.mse_loss(y, q2[name]))
+        return torch.stack(q1_losses).mean(), torch.stack(q2_losses).mean()
+
+    def _expected_q(self, q: torch.Tensor, categorical) -> torch.Tensor:
+        """[n, 1]: mean over branches of Σ_a π(a)·Q(s, a)."""
+        branched = categorical.split(q * categorical.probs)
+        return torch.stack([b.sum(dim=1, keepdim=True) for b in branched]).mean(dim=0)
+
+    def _value_loss(self, values: dict, q1p: dict, q2p: dict, cont_log_probs, categorical
+                    ) -> torch.Tensor:
+        with torch.no_grad():
+            alpha_c = self.log_alpha_continuous.exp()
+            alpha_d = self.log_alpha_discrete.exp()
+            if categorical is None:
+                min_q = {k: torch.min(q1p[k], q2p[k]) for k in values}
+            else:
+                min_q = {k: torch.min(self._expected_q(q1p[k], categorical),
+                                      self._expected_q(q2p[k], categorical)) for k in values}
+        losses = []
+        for name, v in values.items():
+            with torch.no_grad():
+                if categorical is None:
+                    target = min_q[name] - torch.sum(alpha_c * cont_log_probs, dim=1)
+                else:
+                    entropy_bonus = torch.stack([
+                        torch.sum(alpha_d[i] * b, dim=1, keepdim=True) for i, b in
+                        enumerate(categorical.split(categorical.all_log_probs * categorical.probs))])
+                    target = min_q[name] - entropy_bonus.mean(dim=0)
+                    if cont_log_probs is not None:
+                        # ML-Agents adds the continuous term here (the sign opposite to the
+                        # continuous-only case); "fixed" subtracts it.
+                        sign = 1.0 if self.cfg.hybrid_entropy_sign == "mlagents" else -1.0
+                        target = target + sign * torch.sum(alpha_c * cont_log_probs, dim=1,
+                                                           keepdim=True)
+                    target = target.squeeze(-1)
+            losses.append(0.5 * nn.functional.mse_loss(v, target))
+        value_loss = torch.stack(losses).mean()
+        if not torch.isfinite(value_loss):
+            raise FloatingPointError("SAC value loss is not finite (NaN or inf in the networks "
+                                     "or the batch): check the build's observations and rewards")
+        return value_loss
+
+    def _policy_loss(self, q1p: dict, cont_log_probs, categorical) -> torch.Tensor:
+        alpha_c = self.log_alpha_continuous.exp()
+        alpha_d = self.log_alpha_discrete.exp()
+        mean_q1 = torch.stack(list(q1p.values())).mean(dim=0)
+        loss = 0
+        if categorical is not None:
+            probs = categorical.probs
+            per_branch = [torch.sum(alpha_d[i] * lp - qt, dim=1) for i, (lp, qt) in enumerate(
+                zip(categorical.split(categorical.all_log_probs * probs),
+                    categorical.split(mean_q1 * probs)))]
+            loss = loss + torch.stack(per_branch, dim=1).sum(dim=1)
+            all_mean_q1 = torch.sum(probs * mean_q1, dim=1)
+        else:
+            all_mean_q1 = mean_q1
+        if cont_log_probs is not None:
+            loss = loss + alpha_c * torch.sum(cont_log_probs, dim=1) - all_mean_q1
+        return loss.mean()
+
+    def _entropy_loss(self, cont_log_probs, categorical) -> torch.Tensor:
+        loss = 0
+        if categorical is not None:
+            with torch.no_grad():
+                diff = torch.stack([
+                    torch.sum(b, dim=1, keepdim=True) + target for b, target in zip(
+                        categorical.split(categorical.all_log_probs * categorical.probs),
+                        self.target_entropy_discrete)], dim=1).squeeze(2)
+            loss = loss - torch.mean(self.log_alpha_discrete.exp() * diff, dim=1).mean()
+        if cont_log_probs is not None:
+            with torch.no_grad():
+                diff = torch.sum(cont_log_probs, dim=1) + self.target_entropy_continuous
+            loss = loss - (self.log_alpha_continuous.exp() * diff).mean()
+        return loss
+
+    # -- shipping and checkpoints ------------------------------------------------------------
+    def weights(self, include_critic: bool = False) -> dict:
+        """CPU copies for actors: the policy, normaliser state and version."""
+        del include_critic  # no actor-side priorities: SAC samples uniformly
+        return {
+            "version": self.updates,
+            "obs_shapes": self.obs_shapes,
+            "goal_indices": self.goal_indices,
+            "policy": cpu_state(self.policy),
+            "normalizer": None if self.normalizer is None else self.normalizer.state_dict(),
+            "squash_deterministic": self.cfg.deterministic_squash,
+        }
+
+    def export_module(self) -> nn.Module:
+        """The deterministic policy on CPU, normalisation folded in (evaluate, ONNX)."""
+        return SACExportModule(copy.deepcopy(self.policy).cpu().eval(), self.layout,
+                               self.normalizer, self.cfg.deterministic_squash)
+
+    def state_dict(self) -> dict:
+        """Everything to resume (a deep copy: later updates leave it be)."""
+        return copy.deepcopy({
+            "policy": self.policy.state_dict(), "critic": self.critic.state_dict(),
+            "target_critic": self.target_critic.state_dict(),
+            "q1": self.q1.state_dict(), "q2": self.q2.state_dict(),
+            "log_alpha_discrete": self.log_alpha_discrete.detach(),
+            "log_alpha_continuous": self.log_alpha_continuous.detach(),
+            "policy_optimizer": self.policy_optimizer.state_dict(),
+            "value_optimizer": self.value_optimizer.state_dict(),
+            "entropy_optimizer": self.entropy_optimizer.state_dict(),
+            "normalizer": None if self.normalizer is None else self.normalizer.state_dict(),
+            "generator": self.generator.get_state(),
+            "updates": self.updates, "agent_steps": self.agent_steps,
+            "obs_shapes": self.obs_shapes, "goal_indices": self.goal_indices,
+            "reward_signals": {s.name: s.state_dict() for s in self.reward_signals},
+        })
+
+    def load_state_dict(self, state: dict) -> None:
+        for name in ("policy", "critic", "target_critic", "q1", "q2"):
+            getattr(self, name).load_state_dict(state[name])
+        with torch.no_grad():
+            self.log_alpha_discrete.copy_(state["log_alpha_discrete"])
+            self.log_alpha_continuous.copy_(state["log_alpha_continuous"])
+        for name in ("policy_optimizer", "value_optimizer", "entropy_optimizer"):
+            getattr(self, name).load_state_dict(state[name])
+        if self.normalizer is not None:
+            if state["normalizer"] is None:
+                raise ValueError("checkpoint has no normaliser but this learner normalises")
+            self.normalizer.load_state_dict(state["normalizer"])
+        self.generator.set_state(state["generator"])
+        self.updates = int(state["updates"])
+        self.agent_steps = int(state["agent_steps"])
+        for signal in self.reward_signals:
+            signal.load_state_dict(state["reward_signals"].get(signal.name, {}))
