@@ -77,6 +77,10 @@ SCENES = {
                           {"3DBall": 95.0, "Basic": 0.9}),
     # Unity's GridWorld as the default stand-in sends it: camera + GOAL_SIGNAL, 5x5, every step.
     "GridWorldGoal": Scene("GridWorld", ("GridWorld.yaml",), {"GridWorld": 0.8}),
+    # Unity's SAC configs (configs_dir/sac/...), unchanged
+    "3DBallSAC": Scene("3DBall", ("sac/3DBall.yaml",), {"3DBall": 95.0}),
+    "BasicSAC": Scene("Basic", ("sac/Basic.yaml",), {"Basic": 0.9}),
+    "GridWorldSAC": Scene("GridWorld", ("sac/GridWorld.yaml",), {"GridWorld": 0.8}),
     # the project's shipped 3DBall config (a path under the repository), unity-rl only
     "3DBallShipped": Scene("3DBall", ("configs/ppo/3dball.yaml",), {"3DBall": 95.0},
                            tools=("unity-rl",)),

@@ -45,3 +45,10 @@ UNSUPPORTED: dict[str, dict[str, tuple]] = {
 MOVED = {"timeout_wait", "max_lifetime_restarts", "restarts_rate_limit_n", "restarts_rate_limit_period_s",
          "seed", "num_envs", "base_port", "env_path", "env_args"}
 """Keys someone may put under unity_rl that ML-Agents (and we) keep in env_settings."""
+
+OLD_BEHAVIOR_KEYS = {
+    "output_path": "a key of pre-1.0 ML-Agents configs that mlagents-learn 1.1.0 no longer "
+                   "reads (results go under checkpoint_settings.results_dir / --results-dir): "
+                   "delete it",
+}
+"""Behavior keys of ML-Agents configs older than 1.0 -> what to do (one-line errors)."""

@@ -30,6 +30,7 @@ from unity_rl.config.keys import (
     ENV_KEYS,
     MOVED,
     NETWORK_KEYS,
+    OLD_BEHAVIOR_KEYS,
     NOT_SUPPORTED,
     TOP_KEYS,
     TORCH_KEYS,
@@ -261,6 +262,9 @@ def _parse_reward_signals(raw: Any, where: Where) -> tuple[RewardSignalConfig, .
 
 def _parse_behavior(raw: Any, where: Where) -> BehaviorConfig:
     raw = _mapping(raw, where)
+    old = [key for key in raw if key in OLD_BEHAVIOR_KEYS]
+    if old:
+        raise where.error(old[0], OLD_BEHAVIOR_KEYS[old[0]])
     name = raw.get("trainer_type", BehaviorConfig.trainer_type)
     known = trainer_type_names()
     if name not in known:
