@@ -47,7 +47,7 @@ class Trajectory(NamedTuple):
     as one column."""
     values: np.ndarray
     """[T] float32: value estimates of the behaviour policy (PPOLearner recomputes values with its
-    current critic for GAE and uses those as the value-clipping anchor); NaN from an acting
+    current critic for GAE); NaN from an acting
     policy without a value head (off-policy)."""
     rewards: np.ndarray
     """[T] float32: reward received after action t (up to the next decision or the end)."""

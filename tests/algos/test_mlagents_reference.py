@@ -8,7 +8,9 @@ camera-plus-vector cases this checks the ``simple`` visual encoder, observation 
 value estimates, GAE, advantage normalisation, per-action ratios,
 masking, entropy, the value-loss clip, loss weights, schedules and Adam together; the "goal"
 case (a GOAL_SIGNAL vector, ``goal_conditioning_type: hyper``) checks the HyperNetwork bodies
-and the "shared_critic" case ML-Agents' ``SharedActorCritic``.
+and the "shared_critic" case ML-Agents' ``SharedActorCritic``; in the "value_clip" case (a large
+learning rate, six epochs) the values move well past epsilon, which shows the value clip's real
+anchor in ML-Agents 1.1.0: the returns (Unity-Technologies/ml-agents#6281).
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from unity_rl.algorithms.reward_signals.config import RewardSignalConfig
 from unity_rl.experience import Trajectory
 
 REFERENCE = Path(__file__).resolve().parent / "mlagents_reference"
-CASES = ("discrete", "continuous", "hybrid", "visual", "goal", "shared_critic")
+CASES = ("discrete", "continuous", "hybrid", "visual", "goal", "shared_critic", "value_clip")
 
 
 def _load(name: str) -> dict[str, dict[str, np.ndarray]]:

@@ -270,22 +270,25 @@ def test_host_counts_every_segment_it_is_given_for_the_schedules():
     assert restored.collected_steps == 128
 
 
-# 8. value targets and anchor from the pre-update critic ----------------------------------------
+# 8. value targets from the pre-update critic; the value clip anchored at the returns ----------
 
-def test_value_anchor_is_the_pre_update_critic(monkeypatch):
-    anchors = []
+def test_value_clip_anchor_is_the_returns_as_in_mlagents(monkeypatch):
+    """ML-Agents 1.1.0 stores its value estimates under the returns key
+    (Unity-Technologies/ml-agents#6281), so its update clips around the returns: the anchor is
+    the returns, and the value loss is the plain squared error."""
+    seen = []
     original = ppo_module.value_loss
-    monkeypatch.setattr(ppo_module, "value_loss",
-                        lambda new, old, ret, eps: anchors.append(old) or original(new, old, ret, eps))
+    monkeypatch.setattr(ppo_module, "value_loss", lambda new, old, ret, eps: seen.append(
+        (new.detach().clone(), old, ret)) or original(new, old, ret, eps))
     learner, policy = _pair(CONTINUOUS2, PPOConfig(buffer_size=64, minibatch_size=64, num_epochs=2))
     trajs = _trajectories(policy, np.random.default_rng(0), 4, 16)
     trajs = [t._replace(values=np.full_like(t.values, 123.0)) for t in trajs]  # stale: ignored
-    obs = torch.from_numpy(np.concatenate([t.obs for t in trajs]))
-    with torch.no_grad():
-        before = learner.model.get_value(obs)
     learner.update(trajs)
-    assert len(anchors) == 2
-    torch.testing.assert_close(torch.sort(anchors[1].flatten()).values, torch.sort(before.flatten()).values)
+    assert len(seen) == 2
+    for new, anchor, returns in seen:
+        torch.testing.assert_close(anchor, returns)
+        assert original(new, anchor, returns, 0.2).item() == pytest.approx(
+            ((new - returns) ** 2).mean().item(), rel=1e-6)
 
 
 # the Basic corridor (Unity's Basic.yaml unchanged) ---------------------------------------------

@@ -55,6 +55,11 @@ CASES = {
     # shared_critic: value heads on the actor's body, one Adam over the actor (SharedActorCritic)
     "shared_critic": dict(obs=[(8,)], continuous=2, branches=(), hidden=16, layers=2, gamma=0.99,
                           lambd=0.95, beta=5e-3, epochs=3, shared_critic=True),
+    # values that move well beyond epsilon within the update (a large learning rate, many
+    # epochs): shows which anchor ML-Agents' value clipping really uses (its returns,
+    # Unity-Technologies/ml-agents#6281), which the cases above cannot tell apart
+    "value_clip": dict(obs=[(8,)], continuous=2, branches=(), hidden=16, layers=2, gamma=0.99,
+                       lambd=0.95, beta=5e-3, epochs=6, learning_rate=0.03),
 }
 NUM_TRAJECTORIES, LENGTH = 64, 4
 LEARNING_RATE, EPSILON, MAX_STEPS = 3e-4, 0.2, 500_000
@@ -71,7 +76,8 @@ def _trainer(case: dict) -> tuple[PPOTrainer, BehaviorSpec]:
     n = case.get("trajectories", NUM_TRAJECTORIES) * LENGTH
     settings = TrainerSettings(
         hyperparameters=PPOSettings(batch_size=n, buffer_size=n - 1,
-                                    learning_rate=LEARNING_RATE, beta=case["beta"],
+                                    learning_rate=case.get("learning_rate", LEARNING_RATE),
+                                    beta=case["beta"],
                                     epsilon=EPSILON, lambd=case["lambd"],
                                     num_epoch=case["epochs"],
                                     shared_critic=case.get("shared_critic", False)),
@@ -208,8 +214,10 @@ def make(name: str, seed: int = 0) -> Path:
         path, **{f"before/{k}": v for k, v in before.items()},
         **{f"after/{k}": v for k, v in after.items()},
         **{f"data/{k}": images.get(k, v) for k, v in data.items()},
-        **{f"case/{k}": np.asarray(v) for k, v in case.items() if k != "obs"}, **shapes,
-        **{"case/learning_rate": np.asarray(LEARNING_RATE), "case/epsilon": np.asarray(EPSILON),
+        **{f"case/{k}": np.asarray(v) for k, v in case.items() if k not in ("obs", "learning_rate")},
+        **shapes,
+        **{"case/learning_rate": np.asarray(case.get("learning_rate", LEARNING_RATE)),
+           "case/epsilon": np.asarray(EPSILON),
            "case/max_steps": np.asarray(MAX_STEPS), "case/length": np.asarray(LENGTH),
            "case/num_trajectories": np.asarray(case.get("trajectories", NUM_TRAJECTORIES))})
     return path

@@ -31,7 +31,7 @@ docs/ppo.md), each choice read in its source (``mlagents/trainers/...``):
 - one value head per reward signal (``reward_signals``, ML-Agents' ``ValueHeads``); values of
   ``obs`` and ``last_obs`` computed with the current critic before GAE (ML-Agents'
   ``_process_trajectory`` calls ``get_trajectory_value_estimates`` with the critic of the moment,
-  which is the pre-update critic of this buffer); they are also the value-clipping anchor;
+  which is the pre-update critic of this buffer);
 - per signal k: rewards r_k = provider.rewards(trajectory) · strength_k, GAE with that signal's
   γ_k; the policy's advantage is the **mean** of the signals' advantages and each head regresses
   on its own returns (``ppo/trainer.py`` ``_process_trajectory``); the value loss is the mean over
@@ -41,13 +41,20 @@ docs/ppo.md), each choice read in its source (``mlagents/trainers/...``):
   remainder dropped (``buffer.make_mini_batch``);
 - learning rate, clip range ε and entropy coefficient β decay linearly over ``max_steps``
   agent-steps *collected* (the trainer's step, this buffer included) towards 1e-10, 0.1 and 1e-5,
-  or stay constant; value loss clipped with the decayed ε, weight 0.5.
+  or stay constant; value loss weight 0.5, ML-Agents' ``trust_region_value_loss`` with the
+  decayed ε around the anchor ML-Agents 1.1.0 really reads: the *returns*, not the old value
+  estimates (``RewardSignalUtil.value_estimates_key`` returns the returns key, so
+  ``_process_trajectory`` overwrites its value estimates with the returns before the update
+  reads them; Unity-Technologies/ml-agents#6281). Clipped around the returns, the clipped term
+  never exceeds the plain one: the value loss is the unclipped squared error (docs/ppo.md,
+  "Value clipping"; ``benchmarks/ppo_input_parity.py`` shows it on ML-Agents' own buffer).
 There are no project-only variants (docs/ppo.md says which were removed and why).
 """
 from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -71,13 +78,32 @@ from unity_rl.experience import Trajectory
 VALUE_LOSS_WEIGHT = 0.5
 """Weight of the value loss in PPO's loss (ML-Agents' fixed 0.5, ``ppo/optimizer_torch.py``)."""
 
-__all__ = ["PPOConfig", "PPOPolicy", "PPOLearner", "ActorCritic", "DeterministicActor",
+__all__ = ["PPOConfig", "PPOPolicy", "PPOLearner", "PPOBatch", "ActorCritic", "DeterministicActor",
            "ActionSpecLike", "DiagGaussian", "MaskedMultiCategorical", "HybridDistribution",
            "decayed", "clipped_surrogate_loss", "value_loss", "minibatch_indices"]
 
 # ----------------------------------------------------------------------------------------------
 # Learner
 # ----------------------------------------------------------------------------------------------
+
+class PPOBatch(NamedTuple):
+    """What one update optimises on (``PPOLearner.prepare``), row for row."""
+
+    obs: torch.Tensor
+    """[N, obs_dim] observations through the normaliser."""
+    actions: torch.Tensor
+    """[N, C] float32 (hybrid [N, C + B]) or [N, B] int64, as the behaviour took them."""
+    logprobs: torch.Tensor
+    """[N, K] the behaviour's log-probabilities, one column per action dimension / branch."""
+    masks: torch.Tensor | None
+    """[N, sum(branches)] bool, True where allowed (None without branches)."""
+    values: np.ndarray
+    """[N, heads] value estimates (the GAE baselines)."""
+    advantages: torch.Tensor
+    """[N] mean over signals of GAE, normalised over the buffer."""
+    returns: torch.Tensor
+    """[N, heads] each head's GAE returns."""
+
 
 class PPOLearner:
     """Owns the network, Adam optimiser, observation normaliser and reward signals; one ``update``
@@ -209,6 +235,11 @@ class PPOLearner:
         ``collected_steps``: agent-steps collected so far, these included (what drives the
         schedules); None counts the steps given here.
         """
+        return self.optimise(self.prepare(trajectories), collected_steps)
+
+    def prepare(self, trajectories: list[Trajectory]) -> PPOBatch:
+        """Steps 1-4 of an update: what reaches the optimisation (normalised observations, value
+        estimates, advantages, returns, the behaviour's actions and log-probs)."""
         cfg = self.cfg
         trajectories = [t for t in trajectories if len(t.rewards) > 0]
         if not trajectories:
@@ -226,7 +257,7 @@ class PPOLearner:
         last_obs = self._tensor(self._normalize(last_obs_raw), torch.float32)
 
         # 2. V_k(s_t) and V_k(s_T) of every value head k under the current (pre-update) critic,
-        #    as ML-Agents' get_trajectory_value_estimates; they are also the value-clipping anchor.
+        #    as ML-Agents' get_trajectory_value_estimates (the GAE baselines).
         with torch.no_grad():
             values = self.model.get_value(b_obs).cpu().numpy()            # [N, K]
             last_values = self.model.get_value(last_obs).cpu().numpy()    # [M, K]
@@ -256,7 +287,6 @@ class PPOLearner:
 
         b_advantages = self._tensor(b_advantages_np, torch.float32)
         b_returns = self._tensor(np.concatenate(returns), torch.float32)   # [N, K]
-        b_values = self._tensor(values, torch.float32)                      # [N, K]
         # log-probs: one column per action dimension / branch ([T] rows read as one column)
         b_logprobs = self._tensor(np.concatenate([np.asarray(t.logprobs, np.float32).reshape(
             len(t.rewards), -1) for t in trajectories]), torch.float32)
@@ -274,6 +304,15 @@ class PPOLearner:
                 t.action_masks if t.action_masks is not None
                 else np.ones((len(t.rewards), sum(branches)), bool)
                 for t in trajectories]), torch.bool)
+        return PPOBatch(obs=b_obs, actions=b_actions, logprobs=b_logprobs, masks=b_masks,
+                        values=values, advantages=b_advantages, returns=b_returns)
+
+    def optimise(self, batch: PPOBatch, collected_steps: int | None = None) -> dict[str, float]:
+        """Steps 5-6 of an update: the schedules and the minibatch epochs on ``batch``."""
+        cfg = self.cfg
+        b_obs, b_actions, b_logprobs, b_masks = batch.obs, batch.actions, batch.logprobs, batch.masks
+        b_advantages, b_returns, values = batch.advantages, batch.returns, batch.values
+        b_size = len(b_obs)
 
         # 5. Schedules, driven by the agent-steps collected so far (ML-Agents' trainer step).
         self.agent_steps_collected = (int(collected_steps) if collected_steps is not None
@@ -307,7 +346,9 @@ class PPOLearner:
 
                 pg_loss = clipped_surrogate_loss(newlogprob, b_logprobs[mb_inds],
                                                  b_advantages[mb_inds], clip_coef)
-                v_loss = value_loss(newvalue, b_values[mb_inds], b_returns[mb_inds], clip_coef)
+                # anchored at the returns, as ML-Agents 1.1.0 reads its buffer (module doc):
+                # the squared error, unclipped
+                v_loss = value_loss(newvalue, b_returns[mb_inds], b_returns[mb_inds], clip_coef)
                 entropy_loss = entropy.mean()
                 loss = pg_loss - ent_coef * entropy_loss + VALUE_LOSS_WEIGHT * v_loss
 
