@@ -100,7 +100,8 @@ def test_normaliser_touches_vector_columns_only():
     rows = rng.normal(10.0, 4.0, (500, 9)).astype(np.float32)
     layout.update(normalizer, rows)
     assert normalizer.mean.shape == (5,)
-    np.testing.assert_allclose(normalizer.mean, rows[:, [0, 1, 6, 7, 8]].mean(0), rtol=1e-5)
+    # ML-Agents' Normalizer: one pseudo-observation (0) before the rows, so Σx / (n + 1)
+    np.testing.assert_allclose(normalizer.mean, rows[:, [0, 1, 6, 7, 8]].sum(0) / 501, rtol=1e-5)
     out = layout.normalize(normalizer, rows)
     np.testing.assert_array_equal(out[:, 2:6], rows[:, 2:6])  # image columns untouched
     vec = out[:, [0, 1, 6, 7, 8]]

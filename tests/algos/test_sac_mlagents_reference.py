@@ -8,8 +8,8 @@ Replaying them through ``SACLearner`` with the same settings and the same repara
 ``generator``, seeded the same) must land on the same policy, V, V', Q1, Q2 and log α's. The cases
 check the tanh-squashed Gaussian with state-dependent σ, masked branches with exact expectations,
 the hybrid V target with ML-Agents' sign, the discount, the reward strength, the entropy targets,
-the three Adams in their order, the Polyak step and (case "normalized") the normaliser applied to
-every network.
+the three Adams in their order, the Polyak step and (case "normalized") the normaliser's
+statistics (folded in by ``observe``) and their use by every network.
 """
 from __future__ import annotations
 
@@ -89,15 +89,18 @@ def _batch(case: dict, data: dict, u: int) -> TransitionBatch:
                            action_masks=masks)
 
 
-def _use_mlagents_normalizer(learner: SACLearner, case: dict, data: dict, u: int) -> None:
-    """Our normaliser set to the statistics ML-Agents' actor normalised update ``u`` with.
-    (Its normaliser counts a prior zero observation, ``RunningNormalizer`` does not: the
-    statistics of the same rows differ slightly, so they are loaded, not re-derived.)"""
+def _fold_into_normalizer(learner: SACLearner, case: dict, data: dict, u: int) -> None:
+    """``learner.observe`` on update ``u``'s observations, as ML-Agents' actor folded them in;
+    our statistics then equal the ones ML-Agents normalised that update with (its
+    ``Normalizer`` and ``RunningNormalizer`` both start from one pseudo-observation)."""
     n_obs = len(_obs_shapes(case))
-    mean = np.concatenate([data[f"norm_mean{i}/{u}"] for i in range(n_obs)]).astype(np.float64)
-    var = np.concatenate([data[f"norm_var{i}/{u}"] for i in range(n_obs)]).astype(np.float64)
-    normalizer = learner.normalizer
-    normalizer.load_state_dict({"mean": mean, "var": var - normalizer.epsilon, "count": 1.0})
+    obs = np.concatenate([data[f"obs{i}/{u}"].reshape(len(data[f"obs{i}/{u}"]), -1)
+                          for i in range(n_obs)], axis=1)
+    learner.observe(obs)
+    mean = np.concatenate([data[f"norm_mean{i}/{u}"] for i in range(n_obs)])
+    var = np.concatenate([data[f"norm_var{i}/{u}"] for i in range(n_obs)])
+    np.testing.assert_allclose(learner.normalizer.mean, mean, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(learner.normalizer.var, var, rtol=1e-5, atol=1e-6)
 
 
 def _replay(name: str, **cfg_overrides) -> tuple[dict, SACLearner, list]:
@@ -108,7 +111,7 @@ def _replay(name: str, **cfg_overrides) -> tuple[dict, SACLearner, list]:
     results = []
     for u, seed in enumerate(int(s) for s in case["seeds"]):
         if bool(case["normalize"]):
-            _use_mlagents_normalizer(learner, case, data, u)
+            _fold_into_normalizer(learner, case, data, u)
         learner.generator.manual_seed(seed)
         results.append(learner.update(_batch(case, data, u)))
     return ref, learner, results

@@ -1,4 +1,5 @@
-"""Running mean/variance observation normaliser (Chan et al. parallel update).
+"""Running mean/variance observation normaliser (Chan et al. parallel update), with ML-Agents
+1.1.0's starting point (one pseudo-observation: ``prior_count``) so its statistics are ML-Agents'.
 
 Pure numpy state so that actors and the learner can share it as plain arrays; the learner owns
 the authoritative copy, updates it from the data it trains on, and ships it with the weights.
@@ -13,10 +14,15 @@ import numpy as np
 class RunningNormalizer:
     """Tracks mean and variance of observations and normalises them with clipping."""
 
-    def __init__(self, shape: tuple[int, ...], clip: float = 5.0, epsilon: float = 1e-8):
+    def __init__(self, shape: tuple[int, ...], clip: float = 5.0, epsilon: float = 1e-8,
+                 prior_count: float = 1.0):
         self.mean = np.zeros(shape, np.float64)
         self.var = np.ones(shape, np.float64)
-        self.count = epsilon
+        self.count = float(prior_count)
+        """Observations folded in so far, starting from ``prior_count`` pseudo-observations of
+        mean 0 and variance 1: ML-Agents 1.1.0's ``Normalizer`` starts at one (its
+        ``normalization_steps`` = 1, ``running_variance`` = 1), so after n rows its mean is
+        Σx / (n + 1); so does this one by default."""
         self.clip = clip
         self.epsilon = epsilon
 
