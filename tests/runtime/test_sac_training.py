@@ -129,3 +129,108 @@ def test_sac_runs_on_ray(mode, ray_cluster, tmp_path, free_base_port):
     assert not result.interrupted and result.agent_steps >= 2000
     state = checkpoint_entry(tmp_path / "run", "3DBall")["learner"]
     assert state["updates"] > 0 and result.policy_path.exists()
+
+
+# -- faults: what holds for PPO holds for SAC ------------------------------------------------------
+
+@pytest.mark.timeout(300)
+def test_async_sac_survives_a_killed_build_and_a_killed_actor(tmp_path, free_base_port,
+                                                              monkeypatch):
+    """Ape-X SAC: a build SIGKILLed is restarted alone, then an actor SIGKILLed (maybe in the
+    middle of a replay write) is re-created; the run reaches max_steps on a sound replay."""
+    import os
+    import signal
+    import threading
+
+    from tests.waiting import wait_until
+    from unity_rl.training import wiring
+    from unity_rl.training.wiring import make_backend
+
+    made = []
+
+    def remember(name, specs, **options):
+        made.append(make_backend(name, specs, **options))
+        return made[-1]
+
+    monkeypatch.setattr(wiring, "make_backend", remember)
+    run_dir = tmp_path / "run"
+    cfg = tiny_sac("3DBall", free_base_port(2), mode="async", num_envs=2, max_steps=6000,
+                   save_replay_buffer=True)
+    facts: dict = {}
+
+    def kill_things() -> None:
+        try:
+            csv = run_dir / "3DBall" / "progress.csv"
+            wait_until(lambda: made and csv.exists() and len(csv.read_text().splitlines()) > 2,
+                       timeout=150, what="the run to train")
+            backend = made[0]
+            build = backend.build_pids()[0][0]
+            os.kill(build, signal.SIGKILL)
+            facts["build"] = build
+            wait_until(lambda: build not in (backend.build_pids()[0] or [build])
+                       and len(backend.build_pids()[0]) == 2, timeout=120,
+                       what="the build to be restarted")
+            facts["actor"] = backend.actor_pids()[0]
+            os.kill(facts["actor"], signal.SIGKILL)
+            wait_until(lambda: backend.actor_restarts()[0] == 1, timeout=120,
+                       what="the actor to be re-created")
+        except BaseException as err:  # reported by the main thread
+            facts["error"] = repr(err)
+
+    killer = threading.Thread(target=kill_things, daemon=True)
+    killer.start()
+    result = train(cfg, run_dir, resume=False, console=False)
+    killer.join(timeout=60)
+    assert "error" not in facts, facts
+    assert not result.interrupted and result.agent_steps >= 6000
+    state = checkpoint_entry(run_dir, "3DBall")["learner"]
+    replay = state["replay"]
+    assert replay["size"] > 0 and np.isfinite(replay["obs"]).all()
+    assert state["updates"] > 0
+    assert live_descendants() == []
+
+
+@pytest.mark.timeout(300)
+def test_sigkilled_sac_trainer_resumes_with_its_replay(tmp_path, free_base_port):
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    from unity_rl.checkpoint import CheckpointManager
+
+    port = free_base_port(2)
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO_ROOT / "tests" / "runtime" / "run_train.py"), str(run_dir),
+         str(port), "async", "10000000", "--sac"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT,
+        start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while CheckpointManager(run_dir).latest() is None:  # every 2000 steps
+            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()[1][-2000:]
+            time.sleep(0.5)
+        root = psutil.Process(proc.pid)
+        tree = [root] + root.children(recursive=True)
+        proc.kill()
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    _, alive = psutil.wait_procs(tree, timeout=20)
+    assert alive == [], [p.cmdline() for p in alive]
+    saved = checkpoint_entry(run_dir, "3DBall")["learner"]
+    assert saved["replay"] is not None and saved["replay"]["size"] > 0
+    cfg = tiny_sac("3DBall", port, mode="async", num_envs=2,
+                   max_steps=saved["agent_steps"] + 1000, save_replay_buffer=True,
+                   steps_per_update=4.0)
+    result = train(cfg, run_dir, resume=True, console=False)
+    state = checkpoint_entry(run_dir, "3DBall")["learner"]
+    assert result.agent_steps >= saved["agent_steps"] + 1000
+    # the rows saved before the kill are still there, in front of the new ones
+    n = saved["replay"]["size"]
+    np.testing.assert_array_equal(state["replay"]["obs"][:n], saved["replay"]["obs"][:n])
+    assert state["updates"] > saved["updates"]
+    assert live_descendants() == []
