@@ -11,7 +11,8 @@ A pure learner (no processes, no I/O, no replay): ``SACLearner`` fits
     V loss   = ½ mean (V_k(s) − [min_i Q_i(s, ã) − α log π(ã|s)])²
     π loss   = mean α log π(ã|s) − Q1(s, ã)
     α loss   = −mean log α · (log π(ã|s) + H̄)                   (α = exp(log α))
-    steps:     policy Adam, then value Adam (Q1 + Q2 + V), then entropy Adam, then V' ← τV + (1 − τ)V'
+    steps:     Adam on the policy, Q1 + Q2 + V and the α's (ML-Agents: three Adams, the same
+               steps), then V' ← τV + (1 − τ)V'
 
 For discrete branches every expectation over actions is exact (ML-Agents' sums of π·Q and
 π·log π per branch, Q of a taken action the mean over branches of its one-hot pick), one α per
@@ -63,7 +64,7 @@ def cpu_state(module: nn.Module) -> dict:
 
 
 class SACLearner:
-    """Owns π, V, V', Q1, Q2, the log α's, three Adams and the authoritative normaliser."""
+    """Owns π, V, V', Q1, Q2, the log α's, their Adam and the authoritative normaliser."""
 
     def __init__(self, obs_shapes: ObsShapesLike, action_spec: Any, cfg: SACConfig,
                  network: NetworkConfig,
@@ -93,12 +94,14 @@ class SACLearner:
         self.target_entropy_continuous = -CONTINUOUS_TARGET_ENTROPY_SCALE * float(c)
         self.target_entropy_discrete = [DISCRETE_TARGET_ENTROPY_SCALE * float(np.log(b))
                                         for b in branches]
-        lr = cfg.learning_rate
-        self.policy_optimizer = torch.optim.Adam(self.policy.parameters(), lr=lr)
-        self.value_optimizer = torch.optim.Adam(
-            [*self.q1.parameters(), *self.q2.parameters(), *self.critic.parameters()], lr=lr)
-        self.entropy_optimizer = torch.optim.Adam(
-            [self.log_alpha_discrete, self.log_alpha_continuous], lr=lr)
+        self.policy_params = list(self.policy.parameters())
+        self.value_params = [*self.q1.parameters(), *self.q2.parameters(), *self.critic.parameters()]
+        self.alpha_params = [self.log_alpha_discrete, self.log_alpha_continuous]
+        # ML-Agents' three Adams (policy; Q1 + Q2 + V; the α's) share every setting, and Adam is
+        # elementwise, so one Adam with the three as parameter groups takes the same steps.
+        self.optimizer = torch.optim.Adam(
+            [{"params": self.policy_params}, {"params": self.value_params},
+             {"params": self.alpha_params}], lr=cfg.learning_rate, foreach=True)
         self.normalizer = self.layout.make_normalizer(network.normalize)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(0 if seed is None else int(seed))
@@ -153,15 +156,19 @@ class SACLearner:
         policy_loss = self._policy_loss(q1p, cont_log_probs, categorical)
         entropy_loss = self._entropy_loss(cont_log_probs, categorical)
 
+        # ML-Agents steps the policy, then Q1 + Q2 + V, then the α's, each Adam on its own loss
+        # alone. The value and entropy losses do not reach the policy, so the same gradients
+        # come from: the policy loss's gradient w.r.t. the policy only (not the Q1 and α
+        # gradients ML-Agents discards), one backward of the other two, one Adam step.
         lr = cfg.learning_rate_at(self.agent_steps)
-        for optimizer, loss in ((self.policy_optimizer, policy_loss),
-                                (self.value_optimizer, q1_loss + q2_loss + value_loss),
-                                (self.entropy_optimizer, entropy_loss)):
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        self.optimizer.zero_grad()
+        policy_grads = torch.autograd.grad(policy_loss, self.policy_params)
+        (q1_loss + q2_loss + value_loss + entropy_loss).backward()
+        for param, grad in zip(self.policy_params, policy_grads):
+            param.grad = grad
+        self.optimizer.step()
         soft_update(self.critic, self.target_critic, cfg.tau)
         self.updates += 1
 
@@ -299,9 +306,7 @@ class SACLearner:
             "q1": self.q1.state_dict(), "q2": self.q2.state_dict(),
             "log_alpha_discrete": self.log_alpha_discrete.detach(),
             "log_alpha_continuous": self.log_alpha_continuous.detach(),
-            "policy_optimizer": self.policy_optimizer.state_dict(),
-            "value_optimizer": self.value_optimizer.state_dict(),
-            "entropy_optimizer": self.entropy_optimizer.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
             "normalizer": None if self.normalizer is None else self.normalizer.state_dict(),
             "generator": self.generator.get_state(),
             "updates": self.updates, "agent_steps": self.agent_steps,
@@ -315,8 +320,7 @@ class SACLearner:
         with torch.no_grad():
             self.log_alpha_discrete.copy_(state["log_alpha_discrete"])
             self.log_alpha_continuous.copy_(state["log_alpha_continuous"])
-        for name in ("policy_optimizer", "value_optimizer", "entropy_optimizer"):
-            getattr(self, name).load_state_dict(state[name])
+        self.optimizer.load_state_dict(state["optimizer"])
         if self.normalizer is not None:
             if state["normalizer"] is None:
                 raise ValueError("checkpoint has no normaliser but this learner normalises")
