@@ -20,7 +20,8 @@ from unity_rl.config import ConfigError, load_config
 from unity_rl.experience import Segment, Trajectory, TransitionBatch
 from unity_rl.replay import ReplayBuffer
 
-CONFIGS = Path(__file__).resolve().parents[2].parent / "shared" / "mlagents_learn" / "configs" / "sac"
+CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "mlagents_configs" / "sac"
+"""Unity's SAC example configs, unchanged (copies: tests/fixtures/mlagents_configs/README.md)."""
 NET = NetworkConfig(normalize=True, hidden_units=16, num_layers=2)
 
 

@@ -19,7 +19,8 @@ from unity_rl.training.trainer import train
 
 pytestmark = pytest.mark.slow
 
-SAC_CONFIGS = REPO_ROOT.parent / "shared" / "mlagents_learn" / "configs" / "sac"
+UNITY_CONFIGS = REPO_ROOT / "tests" / "fixtures" / "mlagents_configs"
+SAC_CONFIGS = UNITY_CONFIGS / "sac"
 BUILDS = REPO_ROOT / "unity_builds"
 NET = NetworkConfig(normalize=True, hidden_units=16, num_layers=1)
 
@@ -104,7 +105,7 @@ def test_async_basic_discrete_on_a_shared_replay_keeps_the_update_ratio(tmp_path
 def test_sac_beside_ppo_in_one_run(tmp_path, free_base_port):
     """TwoBehaviors: 3DBall trained by SAC, Basic by PPO, one learner each."""
     sac = tiny_sac("3DBall", free_base_port(1), max_steps=1000)
-    ppo = load_config(REPO_ROOT.parent / "shared" / "mlagents_learn" / "configs" / "Basic.yaml")
+    ppo = load_config(UNITY_CONFIGS / "Basic.yaml")
     basic = ppo.behaviors["Basic"]
     basic = dataclasses.replace(basic, max_steps=1000, summary_freq=500,
                                 hyperparameters=dataclasses.replace(
