@@ -263,7 +263,7 @@ def load_policy(path: str | os.PathLike, run_dir: str | os.PathLike | None = Non
 
     ``run_dir`` is accepted for symmetry with the CLI; both files are self-contained.
     """
-    from unity_rl.algorithms.network_config import NetworkConfig
+    from unity_rl.algorithms.network_config import network_config_from_meta
     from unity_rl.algorithms.registry import trainer_type
     from unity_rl.checkpoint import CheckpointError, load_checkpoint
 
@@ -281,7 +281,7 @@ def load_policy(path: str | os.PathLike, run_dir: str | os.PathLike | None = Non
                               f"unity_rl cannot load: {err.args[0]}") from None
     continuous_size, branches = state["action_spec"]
     spec = ActionLayout(int(continuous_size), tuple(int(b) for b in branches))
-    network = NetworkConfig(**dict(state["network"]))
+    network = network_config_from_meta(state["network"])
     try:
         module = spec_of_type.load_policy_module(state, spec, network)
     except (KeyError, RuntimeError, ValueError) as err:
