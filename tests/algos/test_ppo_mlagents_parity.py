@@ -146,7 +146,8 @@ def test_advantages_are_normalised_once_over_the_buffer(monkeypatch):
     seen = []
     original = ppo_module.clipped_surrogate_loss
     monkeypatch.setattr(ppo_module, "clipped_surrogate_loss",
-                        lambda new, old, adv, eps, *mask: seen.append(adv.detach().clone()) or original(new, old, adv, eps, *mask))
+                        lambda new, old, adv, eps, *mask: seen.append(adv.detach().clone())
+                        or original(new, old, adv, eps, *mask))
     cfg = PPOConfig(buffer_size=64, minibatch_size=16, num_epochs=1)
     learner, policy = _pair(CONTINUOUS2, cfg)
     learner.update(_trajectories(policy, np.random.default_rng(0), 4, 16))
