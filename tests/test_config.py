@@ -279,8 +279,36 @@ HP = "behaviors.3DBall.hyperparameters"
 NET = "behaviors.3DBall.network_settings"
 
 
+def test_memory_is_read_with_mlagents_defaults_and_written_back(tmp_path):
+    cfg = load_text(tmp_path, MLAGENTS_3DBALL.replace(
+        "vis_encode_type: simple", "vis_encode_type: simple\n      memory: {memory_size: 32}"))
+    memory = cfg.behaviors["3DBall"].network_settings.memory
+    assert (memory.sequence_length, memory.memory_size) == (64, 32)  # ML-Agents' default length
+    dumped = dump_config(cfg)["behaviors"]["3DBall"]["network_settings"]["memory"]
+    assert dumped == {"sequence_length": 64, "memory_size": 32}
+    assert load_text(tmp_path, MLAGENTS_3DBALL).behaviors["3DBall"].network_settings.memory is None
+
+
+@pytest.mark.parametrize("memory, key, problem", [
+    ("{memory_size: 33}", "memory_size", "even"),
+    ("{memory_size: 0}", "memory_size", ">= 1"),
+    ("{sequence_length: 65}", "sequence_length", "batch_size (64)"),  # 3DBall: batch_size 64
+    ("{sequence_lenght: 8}", "sequence_lenght", "unknown key"),
+])
+def test_memory_is_validated_as_mlagents_does(tmp_path, memory, key, problem):
+    err = error_for(tmp_path, MLAGENTS_3DBALL.replace(
+        "vis_encode_type: simple", f"vis_encode_type: simple\n      memory: {memory}"))
+    assert_names(err, NET + ".memory", key, problem)
+
+
+def test_memory_is_refused_for_trainer_types_without_it(tmp_path):
+    err = error_for(tmp_path, "behaviors:\n  B:\n    trainer_type: sac\n    network_settings:\n"
+                              "      memory: {sequence_length: 8, memory_size: 16}\n")
+    assert_names(err, "behaviors.B.network_settings", "memory",
+                 "memory is not supported for trainer_type sac yet")
+
+
 @pytest.mark.parametrize("old, new, section, key", [
-    ("vis_encode_type: simple", "memory: {sequence_length: 64, memory_size: 256}", NET, "memory"),
     ("vis_encode_type: simple", "deterministic: true", NET, "deterministic"),
     ("strength: 1.0", "strength: 1.0\n      curiosity: {gamma: 0.99, strength: 0.02}",
      "behaviors.3DBall.reward_signals", "curiosity"),
@@ -501,7 +529,7 @@ def test_reward_signals_load_in_yaml_order_and_dump_back(tmp_path):
     dumped = dump_config(cfg)["behaviors"]["B"]["reward_signals"]
     assert dumped == {"extrinsic": {"gamma": 0.995, "strength": 0.5, "network_settings": {
         "normalize": False, "hidden_units": 64, "num_layers": 2, "vis_encode_type": "simple",
-        "goal_conditioning_type": "hyper"}}}
+        "goal_conditioning_type": "hyper", "memory": None}}}
     assert parse_config(dump_config(cfg)) == cfg
     assert load_text(tmp_path, "behaviors: {B: {reward_signals: null}}\n").behaviors["B"].reward_signals \
         == (RewardSignalConfig("extrinsic"),)

@@ -4,7 +4,8 @@ Contract: ``evaluate_policy(env, module, episodes)`` runs a deterministic export
 ``export.load_policy`` returns) on a ``UnityVecEnv`` and returns ``episodes`` returns, every slot
 playing as many episodes (so short failed episodes are not favoured); observations reach the
 module as the trainer's networks saw them (``runtime.collector.flat_obs``), hybrid outputs go
-back as one ``[n, C+B]`` action row. ``open_vec_env`` builds the env from one ``LaunchSettings``:
+back as one ``[n, C+B]`` action row. A memory policy keeps one memory per slot, from zeros at
+each episode start (as Unity's inference keeps one per agent episode). ``open_vec_env`` builds the env from one ``LaunchSettings``:
 the run's configuration (or the declared defaults) with the launch flags given on top, exactly
 as ``train`` stacks them (``launch_settings``).
 """
@@ -102,16 +103,25 @@ def evaluate_policy(env, module, episodes: int) -> list[tuple[float, int]]:
     """
     per_slot = -(-episodes // env.num_envs)
     done: list[list[tuple[float, int]]] = [[] for _ in range(env.num_envs)]
+    # a memory policy (``memory_size`` > 0) takes recurrent_in last and returns recurrent_out
+    # last: one memory per slot, zeros at the start of each of its episodes
+    memory_size = int(getattr(module, "memory_size", 0))
+    memory = torch.zeros(env.num_envs, 1, memory_size) if memory_size else None
     obs, infos = env.reset()
     with torch.no_grad():
         while min(len(d) for d in done) < per_slot:
-            x = torch.from_numpy(_flat(obs))
+            inputs = [torch.from_numpy(_flat(obs))]
             if "action_mask" in infos:
-                masks = torch.from_numpy(np.asarray(infos["action_mask"], np.float32))
-                actions = module(x, masks)
+                inputs.append(torch.from_numpy(np.asarray(infos["action_mask"], np.float32)))
+            if memory is not None:
+                *outputs, memory = module(*inputs, memory)
+                actions = outputs[0] if len(outputs) == 1 else tuple(outputs)
             else:
-                actions = module(x)
-            obs, _, _, _, infos = env.step(_env_actions(actions))
+                actions = module(*inputs)
+            obs, _, terminated, truncated, infos = env.step(_env_actions(actions))
+            if memory is not None:
+                ended = np.logical_or(terminated, truncated)
+                memory[torch.from_numpy(np.asarray(ended, bool))] = 0.0
             for slot, ret, length in finished_episode_stats(infos):
                 done[slot].append((ret, length))
     rounds = [[d[i] for d in done] for i in range(per_slot)]

@@ -19,13 +19,18 @@ class StepExtras(NamedTuple):
 
     A new kind of per-step data is a new field here (default None), never a reuse of a core
     field: every transport copies each field (``owned_copy``), and a consumer that does not know
-    a field ignores it. Next in line: recurrent memories (per agent, kept by the acting policy
-    by agent key) and group data (POCA).
+    a field ignores it. An acting policy fills fields through ``ActingPolicy.step_extras`` (one
+    row per agent acting) or ``finish_segment``. Next in line: group data (POCA).
     """
 
     priorities: np.ndarray | None = None
     """[T] float32: initial replay priorities (|TD error| under the critic the actor was shipped;
     off-policy trainers with ``prioritized: true``, computed actor-side as in Ape-X)."""
+    memories: np.ndarray | None = None
+    """[T, memory_size] float32: the recurrent memory [h | c] that was the actor LSTM's input
+    when action t was taken (zeros at an episode's first step), kept per agent by the acting
+    policy (ML-Agents' ``memory`` field: ``retrieve_previous_memories``). The learner uses the
+    row at the start of each training sequence (``network_settings.memory``)."""
 
 
 class Trajectory(NamedTuple):

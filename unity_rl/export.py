@@ -8,14 +8,18 @@ ML-Agents 2.x, Sentis in 3.x) like one written by ``mlagents-learn``:
 
 - inputs: ``obs_0 .. obs_{n-1}``, one per observation of the BehaviorSpec, [batch, size] for
   vector observations and NCHW ([batch, C, H, W]) for visual ones; ``action_masks`` [batch,
-  sum(branches)] float (1 = allowed) for discrete behaviors only. The batch axis is dynamic.
+  sum(branches)] float (1 = allowed) for discrete behaviors only; with memory
+  (``network_settings.memory``) ``recurrent_in`` [batch, 1, memory_size], the agent's memory
+  (zeros at an episode start). The batch axis is dynamic.
 - outputs, in this order: ``version_number`` (3, ML-Agents' model API 2.0), ``memory_size`` (0:
-  no recurrent memory); for continuous actions (continuous-only or hybrid behaviors)
+  no recurrent memory, else the memory size); for continuous actions (continuous-only or hybrid behaviors)
   ``continuous_actions`` [batch, A],
   ``continuous_action_output_shape`` ([A]), ``deterministic_continuous_actions`` [batch, A];
   for discrete branches (discrete-only or hybrid) ``discrete_actions`` [batch, B] (int64, as ML-Agents'
   ``torch.multinomial``/``argmax`` give), ``discrete_action_output_shape`` ([[b_1, .., b_B]]),
-  ``deterministic_discrete_actions`` [batch, B]. The shape/version outputs are constants
+  ``deterministic_discrete_actions`` [batch, B]; with memory ``recurrent_out`` [batch, 1,
+  memory_size] last, the memory Unity feeds back as that agent's next ``recurrent_in``
+  (ML-Agents' ``ModelSerializer`` recurrent contract). The shape/version outputs are constants
   (initializers), as in ML-Agents.
 - the exported policy is deterministic: the ``module`` given here maps observations to the
   action to take (normalisation folded in), so ``continuous_actions`` equals
@@ -37,7 +41,8 @@ unit``; DDPG: its tanh bounds); ``module(obs_0, .., obs_{n-1}, action_masks)`` -
 int64 [batch, B] for discrete ones and ``(continuous, discrete)`` for hybrid ones; one tensor
 per observation (images NCHW), as the ONNX inputs. The learners' modules flatten and
 concatenate them into the training row themselves (``encoders.concat_inputs``) and also accept
-that flat row alone.
+that flat row alone. A module with ``memory_size`` > 0 takes ``recurrent_in`` as its last input
+and returns ``recurrent_out`` after its actions (PPO's ``DeterministicActor``).
 """
 from __future__ import annotations
 
@@ -69,6 +74,8 @@ class TensorNames:
     discrete_actions = "discrete_actions"
     discrete_action_output_shape = "discrete_action_output_shape"
     deterministic_discrete_actions = "deterministic_discrete_actions"
+    recurrent_in = "recurrent_in"
+    recurrent_out = "recurrent_out"
 
     @staticmethod
     def observation(index: int) -> str:
@@ -97,9 +104,10 @@ class UnityPolicy(nn.Module):
         self.visual_scale = float(visual_scale)
         self.continuous_size = int(continuous_size)
         self.discrete_branches = tuple(int(b) for b in discrete_branches)
+        self.memory_size = int(getattr(module, "memory_size", 0))
         f32 = torch.float32
         self.register_buffer("version_number", torch.tensor([MODEL_EXPORT_VERSION], dtype=f32))
-        self.register_buffer("memory_size_vector", torch.tensor([0], dtype=f32))
+        self.register_buffer("memory_size_vector", torch.tensor([self.memory_size], dtype=f32))
         self.register_buffer("continuous_act_size_vector",
                              torch.tensor([self.continuous_size], dtype=f32))
         self.register_buffer("discrete_act_size_vector",
@@ -109,9 +117,14 @@ class UnityPolicy(nn.Module):
         observations = list(inputs[:self.num_obs])
         if self.visual_scale != 1.0:
             observations = [o * self.visual_scale if o.dim() == 4 else o for o in observations]
+        extra = list(inputs[self.num_obs:])  # [action_masks][, recurrent_in]
         if self.discrete_branches:
-            observations.append(inputs[self.num_obs])  # action_masks
-        out = self.policy(*observations)
+            observations.append(extra.pop(0))  # action_masks
+        out = self.policy(*observations, *extra)
+        recurrent_out = None
+        if self.memory_size:
+            *out, recurrent_out = out
+            out = out[0] if len(out) == 1 else tuple(out)
         if self.continuous_size and self.discrete_branches:
             continuous, discrete = out
         elif self.continuous_size:
@@ -130,10 +143,13 @@ class UnityPolicy(nn.Module):
         if discrete is not None:
             discrete = discrete.to(torch.int64)
             out += [discrete, self.discrete_act_size_vector, torch.clone(discrete)]
+        if recurrent_out is not None:
+            out.append(recurrent_out)
         return tuple(out)
 
 
-def output_names(continuous_size: int, discrete_branches: Sequence[int]) -> list[str]:
+def output_names(continuous_size: int, discrete_branches: Sequence[int],
+                 memory_size: int = 0) -> list[str]:
     names = [TensorNames.version_number, TensorNames.memory_size]
     if continuous_size:
         names += [TensorNames.continuous_actions, TensorNames.continuous_action_output_shape,
@@ -141,6 +157,8 @@ def output_names(continuous_size: int, discrete_branches: Sequence[int]) -> list
     if discrete_branches:
         names += [TensorNames.discrete_actions, TensorNames.discrete_action_output_shape,
                   TensorNames.deterministic_discrete_actions]
+    if memory_size:
+        names.append(TensorNames.recurrent_out)
     return names
 
 
@@ -171,10 +189,14 @@ def export_onnx(module: nn.Module, obs_shapes: Any, action_spec: Any,
     if branches:
         dummy.append(torch.ones((1, sum(branches))))
         inputs.append(TensorNames.action_mask)
-    outputs = output_names(continuous_size, branches)
+    if wrapper.memory_size:
+        dummy.append(torch.zeros((1, 1, wrapper.memory_size)))
+        inputs.append(TensorNames.recurrent_in)
+    outputs = output_names(continuous_size, branches, wrapper.memory_size)
     dynamic = {name: {0: "batch"} for name in inputs}
     for name in (TensorNames.continuous_actions, TensorNames.deterministic_continuous_actions,
-                 TensorNames.discrete_actions, TensorNames.deterministic_discrete_actions):
+                 TensorNames.discrete_actions, TensorNames.deterministic_discrete_actions,
+                 TensorNames.recurrent_out):
         if name in outputs:
             dynamic[name] = {0: "batch"}
 
@@ -190,6 +212,8 @@ def export_onnx(module: nn.Module, obs_shapes: Any, action_spec: Any,
             # Python ints read from the non-batch input sizes (concat_inputs) are static by
             # design; only the batch axis is dynamic.
             warnings.simplefilter("ignore", torch.jit.TracerWarning)
+            # an LSTM's h0/c0 come from recurrent_in, so any batch size runs (tested)
+            warnings.filterwarnings("ignore", message="Exporting a model to ONNX with a batch_size")
             torch.onnx.export(wrapper, tuple(dummy), f, dynamo=False, opset_version=opset,
                               input_names=inputs, output_names=outputs, dynamic_axes=dynamic,
                               do_constant_folding=True, export_params=True)
@@ -263,7 +287,7 @@ def load_policy(path: str | os.PathLike, run_dir: str | os.PathLike | None = Non
 
     ``run_dir`` is accepted for symmetry with the CLI; both files are self-contained.
     """
-    from unity_rl.algorithms.network_config import NetworkConfig
+    from unity_rl.algorithms.network_config import network_config_from_meta
     from unity_rl.algorithms.registry import trainer_type
     from unity_rl.checkpoint import CheckpointError, load_checkpoint
 
@@ -281,7 +305,7 @@ def load_policy(path: str | os.PathLike, run_dir: str | os.PathLike | None = Non
                               f"unity_rl cannot load: {err.args[0]}") from None
     continuous_size, branches = state["action_spec"]
     spec = ActionLayout(int(continuous_size), tuple(int(b) for b in branches))
-    network = NetworkConfig(**dict(state["network"]))
+    network = network_config_from_meta(state["network"])
     try:
         module = spec_of_type.load_policy_module(state, spec, network)
     except (KeyError, RuntimeError, ValueError) as err:

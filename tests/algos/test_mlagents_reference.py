@@ -10,7 +10,11 @@ masking, entropy, the value-loss clip, loss weights, schedules and Adam together
 case (a GOAL_SIGNAL vector, ``goal_conditioning_type: hyper``) checks the HyperNetwork bodies
 and the "shared_critic" case ML-Agents' ``SharedActorCritic``; in the "value_clip" case (a large
 learning rate, six epochs) the values move well past epsilon, which shows the value clip's real
-anchor in ML-Agents 1.1.0: the returns (Unity-Technologies/ml-agents#6281).
+anchor in ML-Agents 1.1.0: the returns (Unity-Technologies/ml-agents#6281). The "memory" case
+(``network_settings.memory``, a hybrid action) checks the LSTMs after both bodies, the stored
+rollout memories at each sequence start, the critic memories computed sequence by sequence and
+carried between trajectories, padding at the end of each trajectory, the masked losses and the
+advantages normalised over the padded buffer.
 """
 from __future__ import annotations
 
@@ -21,13 +25,15 @@ import numpy as np
 import pytest
 import torch
 
-from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.algorithms.network_config import MemoryConfig, NetworkConfig
+from unity_rl.algorithms.sequences import padded_length
 from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner
 from unity_rl.algorithms.reward_signals.config import RewardSignalConfig
-from unity_rl.experience import Trajectory
+from unity_rl.experience import StepExtras, Trajectory
 
 REFERENCE = Path(__file__).resolve().parent / "mlagents_reference"
-CASES = ("discrete", "continuous", "hybrid", "visual", "goal", "shared_critic", "value_clip")
+CASES = ("discrete", "continuous", "hybrid", "visual", "goal", "shared_critic", "value_clip",
+         "memory")
 
 
 def _load(name: str) -> dict[str, dict[str, np.ndarray]]:
@@ -47,14 +53,18 @@ def _obs_shapes(case: dict) -> list[tuple[int, ...]]:
 def _learner(case: dict) -> PPOLearner:
     spec = SimpleNamespace(continuous_size=int(case["continuous"]),
                            discrete_branches=tuple(int(b) for b in case["branches"]))
-    n = int(case["num_trajectories"]) * int(case["length"])
+    memory = (MemoryConfig(sequence_length=int(case["sequence_length"]),
+                           memory_size=int(case["memory_size"]))
+              if "memory_size" in case else None)
+    seq = memory.sequence_length if memory is not None else 1
+    n = int(case["num_trajectories"]) * padded_length(int(case["length"]), seq)  # one minibatch
     cfg = PPOConfig(learning_rate=float(case["learning_rate"]), buffer_size=n, minibatch_size=n,
                     num_epochs=int(case["epochs"]), gae_lambda=float(case["lambd"]),
                     clip_coef=float(case["epsilon"]), ent_coef=float(case["beta"]),
                     max_steps=int(case["max_steps"]),
                     shared_critic=bool(case.get("shared_critic", False)))
     net = NetworkConfig(normalize=False, hidden_units=int(case["hidden"]),
-                        num_layers=int(case["layers"]))
+                        num_layers=int(case["layers"]), memory=memory)
     extrinsic = RewardSignalConfig("extrinsic", gamma=float(case["gamma"]))
     goals = tuple(int(i) for i in case.get("goals", ()))
     return PPOLearner(_obs_shapes(case), spec, cfg, net, seed=0, reward_signals=(extrinsic,),
@@ -106,7 +116,8 @@ def _trajectories(case: dict, data: dict) -> list[Trajectory]:
             obs=obs[rows], actions=actions[rows], logprobs=data["logprobs"][rows],
             values=np.zeros(length, np.float32), rewards=data["rewards"][rows],
             last_obs=last_obs[k], terminated=bool(data["terminated"][k]),
-            action_masks=None if masks is None else masks[rows]))
+            action_masks=None if masks is None else masks[rows],
+            extras=StepExtras(memories=data["memories"][rows] if "memories" in data else None)))
     return trajs
 
 

@@ -106,7 +106,8 @@ def test_learner_takes_one_ratio_per_column(monkeypatch):
     seen = []
     original = ppo_module.clipped_surrogate_loss
     monkeypatch.setattr(ppo_module, "clipped_surrogate_loss",
-                        lambda new, old, adv, eps: seen.append(new.shape) or original(new, old, adv, eps))
+                        lambda new, old, adv, eps, *mask: seen.append(new.shape)
+                        or original(new, old, adv, eps, *mask))
     learner, policy = _pair(HYBRID, PPOConfig(buffer_size=64, minibatch_size=32))
     learner.update(_trajectories(policy, np.random.default_rng(0), 4, 16))
     assert seen and all(shape == (32, 4) for shape in seen)
@@ -145,7 +146,8 @@ def test_advantages_are_normalised_once_over_the_buffer(monkeypatch):
     seen = []
     original = ppo_module.clipped_surrogate_loss
     monkeypatch.setattr(ppo_module, "clipped_surrogate_loss",
-                        lambda new, old, adv, eps: seen.append(adv.detach().clone()) or original(new, old, adv, eps))
+                        lambda new, old, adv, eps, *mask: seen.append(adv.detach().clone())
+                        or original(new, old, adv, eps, *mask))
     cfg = PPOConfig(buffer_size=64, minibatch_size=16, num_epochs=1)
     learner, policy = _pair(CONTINUOUS2, cfg)
     learner.update(_trajectories(policy, np.random.default_rng(0), 4, 16))
@@ -278,8 +280,8 @@ def test_value_clip_anchor_is_the_returns_as_in_mlagents(monkeypatch):
     the returns, and the value loss is the plain squared error."""
     seen = []
     original = ppo_module.value_loss
-    monkeypatch.setattr(ppo_module, "value_loss", lambda new, old, ret, eps: seen.append(
-        (new.detach().clone(), old, ret)) or original(new, old, ret, eps))
+    monkeypatch.setattr(ppo_module, "value_loss", lambda new, old, ret, eps, *mask: seen.append(
+        (new.detach().clone(), old, ret)) or original(new, old, ret, eps, *mask))
     learner, policy = _pair(CONTINUOUS2, PPOConfig(buffer_size=64, minibatch_size=64, num_epochs=2))
     trajs = _trajectories(policy, np.random.default_rng(0), 4, 16)
     trajs = [t._replace(values=np.full_like(t.values, 123.0)) for t in trajs]  # stale: ignored

@@ -95,10 +95,10 @@ def test_one_value_head_per_signal_gae_per_signal_and_the_mean_advantage(monkeyp
     mean over signals, normalised over the buffer; head k regresses on its own returns."""
     seen = {}
     surrogate, vloss = ppo_module.clipped_surrogate_loss, ppo_module.value_loss
-    monkeypatch.setattr(ppo_module, "clipped_surrogate_loss", lambda new, old, adv, eps: seen.setdefault(
-        "adv", adv.detach().clone()) is None or surrogate(new, old, adv, eps))
-    monkeypatch.setattr(ppo_module, "value_loss", lambda new, old, ret, eps: seen.setdefault(
-        "ret", ret.detach().clone()) is None or vloss(new, old, ret, eps))
+    monkeypatch.setattr(ppo_module, "clipped_surrogate_loss", lambda new, old, adv, eps, *mask: seen.setdefault(
+        "adv", adv.detach().clone()) is None or surrogate(new, old, adv, eps, *mask))
+    monkeypatch.setattr(ppo_module, "value_loss", lambda new, old, ret, eps, *mask: seen.setdefault(
+        "ret", ret.detach().clone()) is None or vloss(new, old, ret, eps, *mask))
     cfg = PPOConfig(buffer_size=64, minibatch_size=64, num_epochs=1, gae_lambda=0.8)
     learner = PPOLearner(3, SPEC, cfg, NET, seed=0, reward_signals=(EXTRINSIC, BONUS))
     assert learner.model.value_head_names == ["extrinsic", "bonus"]

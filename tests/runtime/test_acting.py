@@ -30,8 +30,13 @@ class RecordingPolicy(ActingPolicy):
         self.calls.append(("act", tuple(agent_keys)))
         assert agent_keys is not None and len(agent_keys) == len(obs)
         n = len(obs)
+        self.last_keys = list(agent_keys)
         return (np.full((n, self.act_dim), 5.0, np.float32), np.zeros(n, np.float32),
                 np.zeros(n, np.float32))
+
+    def step_extras(self):
+        self.calls.append(("step_extras",))
+        return {"memories": np.array([[float(k[-1]), 7.0] for k in self.last_keys], np.float32)}
 
     def env_actions(self, actions):
         self.calls.append(("env_actions",))
@@ -68,12 +73,16 @@ def test_actor_calls_every_hook_of_the_base_class_with_agent_keys():
     actor.close()
     calls = actor.lanes[BEHAVIOR].policy.calls
     kinds = {c[0] for c in calls}
-    assert kinds == {"load_weights", "act", "env_actions", "episodes_ended", "finish_segment",
-                     "close"}
+    assert kinds == {"load_weights", "act", "step_extras", "env_actions", "episodes_ended",
+                     "finish_segment", "close"}
     assert all(len(c[1]) > 0 for c in calls if c[0] in ("act", "episodes_ended"))
     assert segment.episode_returns[-1] == 123.0            # finish_segment's result is sent
     stored = np.concatenate([t.actions for t in segment.trajectories])
     assert (stored == 5.0).all()                           # trajectories keep act's actions
+    for t in segment.trajectories:                         # and step_extras' rows, per agent
+        assert t.extras.memories.shape == (len(t.rewards), 2)
+        assert (t.extras.memories[:, 1] == 7.0).all()
+        assert len(set(t.extras.memories[:, 0])) == 1      # one agent's rows in its trajectory
     assert calls[-1] == ("close",)
 
 
@@ -96,6 +105,7 @@ def test_base_class_defaults_do_nothing():
     segment = Segment([], 0, 0, 0, [], [])
     assert p.env_actions(a) is a and p.finish_segment(segment) is segment
     assert p.episodes_ended([1]) is None and p.close() is None and p.version == -1
+    assert p.step_extras() == {}
     with pytest.raises(TypeError):
         ActingPolicy()
 

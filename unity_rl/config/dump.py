@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from unity_rl.config.keys import NETWORK_KEYS, hyperparameter_keys
+from unity_rl.config.keys import MEMORY_KEYS, NETWORK_KEYS, hyperparameter_keys
 from unity_rl.config.sections import (
     SAMPLER_PARAMETERS,
     BehaviorConfig,
@@ -30,16 +30,23 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _network(n) -> dict:
+    """``network_settings`` as YAML: ``memory`` a mapping (or null)."""
+    out = {key: getattr(n, f) for key, f in NETWORK_KEYS.items()}
+    if n.memory is not None:
+        out["memory"] = {key: getattr(n.memory, f) for key, f in MEMORY_KEYS.items()}
+    return out
+
+
 def _dump_behavior(b: BehaviorConfig) -> dict:
     hp = b.hyperparameters
     hp_keys = hyperparameter_keys(b.trainer_type)
     return {
         "trainer_type": b.trainer_type,
         "hyperparameters": {key: _plain(getattr(hp, f)) for key, f in hp_keys.items()},
-        "network_settings": {key: getattr(b.network_settings, f) for key, f in NETWORK_KEYS.items()},
+        "network_settings": _network(b.network_settings),
         "reward_signals": {s.name: {"gamma": s.gamma, "strength": s.strength,
-                                    "network_settings": {key: getattr(s.network_settings, f)
-                                                         for key, f in NETWORK_KEYS.items()}}
+                                    "network_settings": _network(s.network_settings)}
                            for s in b.reward_signals},
         "max_steps": b.max_steps,
         "time_horizon": b.time_horizon,

@@ -18,7 +18,9 @@ def hyperparameter_keys(trainer_type: str) -> dict[str, str]:
 
 NETWORK_KEYS = {"normalize": "normalize", "hidden_units": "hidden_units", "num_layers": "num_layers",
                  "vis_encode_type": "vis_encode_type",
-                 "goal_conditioning_type": "goal_conditioning_type"}
+                 "goal_conditioning_type": "goal_conditioning_type", "memory": "memory"}
+MEMORY_KEYS = {"sequence_length": "sequence_length", "memory_size": "memory_size"}
+"""``network_settings.memory`` keys -> ``MemoryConfig`` fields (ML-Agents' ``MemorySettings``)."""
 BEHAVIOR_KEYS = {k: k for k in ("trainer_type", "max_steps", "time_horizon", "summary_freq",
                                  "checkpoint_interval", "keep_checkpoints", "even_checkpoints",
                                  "threaded")}
@@ -37,7 +39,7 @@ UNSUPPORTED: dict[str, dict[str, tuple]] = {
     # section kind -> key -> values that mean "feature off" (accepted and ignored)
     "behavior": {"init_path": (None,), "self_play": (None,),
                  "behavioral_cloning": (None,), "framework": ("pytorch",)},
-    "network": {"memory": (None,), "deterministic": (False,)},
+    "network": {"deterministic": (False,)},
     "checkpoint": {"load_model": (False,), "train_model": (False,)},
     "top": {"curriculum": (), "parameter_randomization": ()},
 }

@@ -8,6 +8,7 @@ together (about 450 lines).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import re
 import types
@@ -18,7 +19,7 @@ from typing import Any, Literal
 
 import yaml
 
-from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.algorithms.network_config import MemoryConfig, NetworkConfig
 from unity_rl.algorithms.registry import MLAGENTS_TRAINER_TYPES, trainer_type_names
 from unity_rl.algorithms.registry import trainer_type as trainer_type_spec
 from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
@@ -30,6 +31,7 @@ from unity_rl.config.keys import (
     ENV_KEYS,
     MOVED,
     NETWORK_KEYS,
+    MEMORY_KEYS,
     OLD_BEHAVIOR_KEYS,
     NOT_SUPPORTED,
     TOP_KEYS,
@@ -38,6 +40,7 @@ from unity_rl.config.keys import (
     UNSUPPORTED,
 )
 from unity_rl.config.sections import (
+    MEMORY_TRAINER_TYPES,
     SAMPLER_PARAMETERS,
     BehaviorConfig,
     CheckpointConfig,
@@ -56,6 +59,9 @@ from unity_rl.envs.settings import LaunchSettings
 # ==============================================================================================
 # Strict structuring
 # ==============================================================================================
+
+logger = logging.getLogger(__name__)
+
 
 class Where:
     """File and section path of the mapping being read, for error messages."""
@@ -226,8 +232,34 @@ def _deep_merge(base: Mapping, update: Mapping) -> dict:
 
 
 def _parse_network(raw: Any, where: Where) -> NetworkConfig:
-    kwargs = _read_keys(_mapping(raw, where), NetworkConfig, NETWORK_KEYS, where, UNSUPPORTED["network"])
+    raw = _mapping(raw, where)
+    kwargs = _read_keys(raw, NetworkConfig, NETWORK_KEYS, where, UNSUPPORTED["network"],
+                        skip=("memory",))
+    if raw.get("memory") is not None:  # a mapping (null: no memory, ML-Agents' default)
+        mem_where = where.child("memory")
+        mem_kwargs = _read_keys(_mapping(raw["memory"], mem_where), MemoryConfig, MEMORY_KEYS,
+                                mem_where)
+        kwargs["memory"] = _build(MemoryConfig, mem_kwargs, mem_where, MEMORY_KEYS)
     return _build(NetworkConfig, kwargs, where, NETWORK_KEYS)
+
+
+def _check_memory(trainer_type: str, hyperparameters: Any, network: NetworkConfig,
+                  where: Where) -> None:
+    """ML-Agents' memory validation: ``sequence_length <= batch_size`` (its
+    ``TrainerSettings._check_batch_size_seq_length``); trainer types without memory refuse it."""
+    memory = network.memory
+    if memory is None:
+        return
+    net_where = where.child("network_settings")
+    if trainer_type not in MEMORY_TRAINER_TYPES:
+        raise net_where.error("memory", f"memory is not supported for trainer_type "
+                                        f"{trainer_type} yet (supported: "
+                                        f"{', '.join(MEMORY_TRAINER_TYPES)}); set memory: null")
+    batch_size = getattr(hyperparameters, "minibatch_size", None)
+    if batch_size is not None and memory.sequence_length > batch_size:
+        raise net_where.child("memory").error(
+            "sequence_length", f"must be <= hyperparameters.batch_size ({batch_size}), "
+                               f"got {memory.sequence_length}")
 
 
 REWARD_SIGNAL_KEYS = {"gamma": "gamma", "strength": "strength"}
@@ -252,8 +284,12 @@ def _parse_reward_signals(raw: Any, where: Where) -> tuple[RewardSignalConfig, .
         here = where.child(name)
         entry = _mapping(value, here)
         kwargs = _read_keys(entry, RewardSignalConfig, REWARD_SIGNAL_KEYS, here, skip=("network_settings",))
-        kwargs["network_settings"] = _parse_network(entry.get("network_settings"),
-                                                    here.child("network_settings"))
+        network = _parse_network(entry.get("network_settings"), here.child("network_settings"))
+        if network.memory is not None:  # ML-Agents strips it from reward signals (with a warning)
+            logger.warning("%s.network_settings: memory is ignored for reward signals (as "
+                           "mlagents-learn does)", here.section)
+            network = dataclasses.replace(network, memory=None)
+        kwargs["network_settings"] = network
         signals.append(_build(RewardSignalConfig, {"name": name, **kwargs}, here, REWARD_SIGNAL_KEYS))
     if not signals:
         raise where.error("extrinsic", "missing: reward_signals needs at least one signal (ML-Agents' default: extrinsic)")
@@ -305,6 +341,7 @@ def _parse_behavior(raw: Any, where: Where) -> BehaviorConfig:
         elsewhere["gamma"] = (rs_where.child("extrinsic"), "gamma")
     kwargs["hyperparameters"] = _build(hp_cls, hp_kwargs, hp_where, hp_keys, elsewhere)
     kwargs["network_settings"] = _parse_network(raw.get("network_settings"), where.child("network_settings"))
+    _check_memory(trainer_type, kwargs["hyperparameters"], kwargs["network_settings"], where)
     kwargs["reward_signals"] = signals
     return _build(BehaviorConfig, kwargs, where, BEHAVIOR_KEYS, {"reward_signals": (rs_where, None)})
 

@@ -67,6 +67,10 @@ def is_int(value: Any) -> bool:
 
 
 
+MEMORY_TRAINER_TYPES = ("ppo",)
+"""Trainer types that implement ``network_settings.memory`` (the others refuse it by name)."""
+
+
 @dataclass(frozen=True)
 class BehaviorConfig:
     """One ``behaviors.<name>`` section (ML-Agents' TrainerSettings)."""
@@ -118,6 +122,14 @@ class BehaviorConfig:
                     "behavior", "reward_signals",
                     f"a non-empty tuple of RewardSignalConfig with distinct names among {known}", names)
         hp = self.hyperparameters
+        memory = self.network_settings.memory
+        if memory is not None:
+            if self.trainer_type not in MEMORY_TRAINER_TYPES:
+                raise ValueError(f"memory is not supported for trainer_type {self.trainer_type} yet")
+            batch_size = getattr(hp, "minibatch_size", None)
+            check_field(batch_size is None or memory.sequence_length <= batch_size, "behavior",
+                        "network_settings", f"memory.sequence_length <= batch_size ({batch_size})",
+                        memory.sequence_length)
         if self.even_checkpoints:
             object.__setattr__(self, "checkpoint_interval", max(1, self.max_steps // self.keep_checkpoints))
         # max_steps is a behavior-level key in the YAML; the learner's config carries a copy where

@@ -6,6 +6,7 @@ these methods, in this order, and nothing else —
 
     load_weights(state)              between collections, with what the learner host published
     act(obs, mask, agent_keys=keys)  every step, one batched call for the agents that decide
+    step_extras()                    right after act: per-row data stored with those steps
     env_actions(actions)             what the builds receive for act's actions
     episodes_ended(keys)             agents whose episode ended in the step just observed
     finish_segment(segment)          each segment, before it is sent to the learner
@@ -15,8 +16,10 @@ Contract on ``act``: row i of ``obs`` is the agent ``agent_keys[i]``; rows are i
 agent order and count may change from call to call (ML-Agents guarantees neither), so per-agent
 state (exploration noise, recurrent memories) is kept by key. The actor always passes
 ``agent_keys``; ``None`` only comes from callers outside an actor (evaluation, tests), which
-then have no per-agent state. Everything but ``act`` and ``load_weights`` does nothing by
-default.
+then have no per-agent state (a memory policy then starts every row from zeros). Per-agent
+state lives as long as the actor's policy copy: a re-created actor (or a restarted build, whose
+agents end their episodes interrupted) starts its agents from fresh state. Everything but
+``act`` and ``load_weights`` does nothing by default.
 
 Imported inside every actor process: numpy and the experience types only.
 """
@@ -50,6 +53,12 @@ class ActingPolicy(abc.ABC):
         """[n, obs_dim] raw flat observations -> (actions, logprobs, values) as the
         ``Trajectory`` fields store them (n rows each). ``action_mask``: bool
         [n, sum(branches)], True where allowed. ``deterministic``: no exploration."""
+
+    def step_extras(self) -> dict[str, np.ndarray]:
+        """``StepExtras`` field -> one row per row of the last ``act`` call, stored with those
+        steps in their trajectories (a memory policy: ``memories``, the memory each agent acted
+        from). Default: none."""
+        return {}
 
     def env_actions(self, actions: np.ndarray) -> np.ndarray:
         """What the builds receive for ``act``'s actions (default: the same)."""

@@ -194,7 +194,7 @@ class _Lane:
         actions, logprobs, values = self.policy.act(self.obs, decisions.action_mask,
                                                     agent_keys=decisions.keys)
         self.collector.record(decisions.keys, self.obs, actions, logprobs, values,
-                              decisions.action_mask)
+                              decisions.action_mask, self.policy.step_extras())
         return self.policy.env_actions(actions)
 
     @property

@@ -37,7 +37,7 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
-from unity_rl.experience import Trajectory
+from unity_rl.experience import StepExtras, Trajectory
 
 
 def flat_obs(obs: Sequence[np.ndarray]) -> np.ndarray:
@@ -57,8 +57,8 @@ def _as_float(o: np.ndarray) -> np.ndarray:
 class _AgentTrack:
     """One agent's open trajectory and episode counters."""
 
-    __slots__ = ("obs", "actions", "logprobs", "values", "rewards", "masks", "latest_obs",
-                 "episode_return", "episode_length")
+    __slots__ = ("obs", "actions", "logprobs", "values", "rewards", "masks", "extras",
+                 "latest_obs", "episode_return", "episode_length")
 
     def __init__(self) -> None:
         self.obs: list[np.ndarray] = []
@@ -67,6 +67,8 @@ class _AgentTrack:
         self.values: list[float] = []
         self.rewards: list[float] = []
         self.masks: list[np.ndarray] = []
+        self.extras: dict[str, list[np.ndarray]] = {}
+        """``StepExtras`` field -> one row per recorded step."""
         self.latest_obs: np.ndarray | None = None
         """Observation of the agent's latest decision (the bootstrap point of a cut)."""
         self.episode_return = 0.0
@@ -82,7 +84,7 @@ class TrajectoryCollector:
     """Accumulates transitions per agent and emits trajectories cut as the contract says.
 
     Use per stream step: ``observe(result)`` (closes pending transitions), then
-    ``record(keys, obs, actions, logprobs, values, masks)`` for the rows acted on.
+    ``record(keys, obs, actions, logprobs, values, masks, extras)`` for the rows acted on.
     ``take()`` returns the finished trajectories; ``flush()`` also cuts the open ones.
     """
 
@@ -134,8 +136,10 @@ class TrajectoryCollector:
 
     def record(self, keys: Sequence[Hashable], obs: np.ndarray, actions: np.ndarray,
                logprobs: np.ndarray, values: np.ndarray,
-               masks: np.ndarray | None = None) -> None:
-        """Registers the actions taken for the decision rows just observed (same order)."""
+               masks: np.ndarray | None = None,
+               extras: dict[str, np.ndarray] | None = None) -> None:
+        """Registers the actions taken for the decision rows just observed (same order);
+        ``extras``: ``StepExtras`` field -> one row per decision row (e.g. ``memories``)."""
         tracks = self._tracks
         for i, key in enumerate(keys):
             track = tracks[key]
@@ -147,6 +151,9 @@ class TrajectoryCollector:
             track.values.append(values[i])
             if masks is not None:
                 track.masks.append(masks[i])
+            if extras:
+                for name, rows in extras.items():
+                    track.extras.setdefault(name, []).append(rows[i])
             track.episode_length += 1
 
     # -- output ---------------------------------------------------------------------------------
@@ -210,8 +217,11 @@ class TrajectoryCollector:
             last_obs=np.array(last_obs, np.float32),
             terminated=terminated,
             action_masks=np.stack(track.masks[:k]) if track.masks else None,
+            extras=StepExtras(**{name: np.stack(rows[:k]) for name, rows in track.extras.items()}),
             interrupted=interrupted,
         ))
+        for rows in track.extras.values():
+            del rows[:k]
         del track.obs[:k], track.actions[:k], track.logprobs[:k], track.values[:k]
         if track.masks:
             del track.masks[:k]

@@ -43,6 +43,16 @@ class PPOPolicy(ActingPolicy):
     of the project's earlier versions, kept so that their files still load). ``goal_indices``
     (the GOAL_SIGNAL observations) and ``shared_critic`` shape the network as the learner's;
     weights that record others rebuild it.
+
+    Memory (``network_cfg.memory``): the policy keeps one actor memory [h | c] per agent key
+    (``memories``), zeros for an agent it has not seen, replaced by the LSTM's output at each
+    ``act``; ``episodes_ended`` drops the memories of agents whose episode ended (terminal or
+    interrupted), so their next episode starts from zeros, as ML-Agents' ``remove_memories``
+    and Unity's inference do. ``step_extras`` hands the memories each row acted from to the
+    trajectories (``StepExtras.memories``). Rows without keys (``agent_keys=None``) start from
+    zeros and keep nothing. A re-created policy (a restarted actor) starts every agent from zeros.
+    ``act``'s values are NaN with memory: the critic's memories live on the learner side
+    (ML-Agents' policy computes no values either), which recomputes every value anyway.
     """
 
     def __init__(self, obs_shapes: ObsShapesLike, action_spec: ActionSpecLike,
@@ -63,6 +73,9 @@ class PPOPolicy(ActingPolicy):
         self.generator = torch.Generator()
         self.generator.manual_seed(int(seed) if seed is not None else int(torch.seed()))
         self.version = -1
+        self.memories: dict = {}
+        """Agent key -> the actor memory [memory_size] float32 its next action starts from."""
+        self._step_memories: np.ndarray | None = None
 
     def _build(self, arch: dict, value_heads: Sequence[str]) -> None:
         self.arch = dict(arch)
@@ -103,16 +116,50 @@ class PPOPolicy(ActingPolicy):
         [n, C + B] (C unclipped continuous values, then B branch indices as floats).  Log-probs
         per action dimension / branch: K = C, B or C + B.
         ``action_mask`` is bool [n, sum(branches)], True where allowed.  ``deterministic``
-        takes the mode.  ``agent_keys`` is unused (no per-agent state yet).
+        takes the mode.  ``agent_keys`` (one per row) pick each row's memory (memory policies).
         """
         with torch.no_grad():
             x = self._input(obs)
             masks = None if action_mask is None else torch.from_numpy(np.asarray(action_mask, bool))
-            dist = self.model.distribution(x, masks)
+            if self.model.memory_size:
+                memory = self._memories_of(agent_keys, len(x))
+                dist, memory_out = self.model.distribution_and_memory(
+                    x, masks, torch.from_numpy(memory))
+                self._step_memories = memory
+                if agent_keys is not None:
+                    for key, row in zip(agent_keys, memory_out.numpy()):
+                        self.memories[key] = row
+                values = torch.full((len(x),), float("nan"))
+            else:
+                dist = self.model.distribution(x, masks)
+                values = self.model.get_value(x)[:, 0]
             actions = dist.mode() if deterministic else dist.sample(self.generator)
             logprobs = dist.log_prob(actions)
-            values = self.model.get_value(x)[:, 0]
         return actions.numpy(), logprobs.numpy().astype(np.float32), values.numpy().astype(np.float32)
+
+    def _memories_of(self, agent_keys: AgentKeys | None, n: int) -> np.ndarray:
+        """[n, memory_size]: each row's agent memory (zeros for new agents or without keys)."""
+        memory = np.zeros((n, self.model.memory_size), np.float32)
+        if agent_keys is not None:
+            if len(agent_keys) != n:
+                raise ValueError(f"{len(agent_keys)} agent keys for {n} observation rows")
+            for i, key in enumerate(agent_keys):
+                stored = self.memories.get(key)
+                if stored is not None:
+                    memory[i] = stored
+        return memory
+
+    def step_extras(self) -> dict[str, np.ndarray]:
+        """With memory: ``{"memories": [n, memory_size]}``, the memory each row of the last
+        ``act`` started from (ML-Agents' stored ``memory``); without: nothing."""
+        if not self.model.memory_size or self._step_memories is None:
+            return {}
+        return {"memories": self._step_memories}
+
+    def episodes_ended(self, agent_keys: AgentKeys) -> None:
+        """Forgets these agents' memories: their next episode starts from zeros."""
+        for key in agent_keys:
+            self.memories.pop(key, None)
 
     def env_actions(self, actions: np.ndarray) -> np.ndarray:
         """What the environment receives for ``act``'s actions: the continuous columns (the first
@@ -125,7 +172,8 @@ class PPOPolicy(ActingPolicy):
         return out
 
     def value(self, obs: np.ndarray) -> np.ndarray:
-        """V(s) of the first value head for each row of obs: [n] float32."""
+        """V(s) of the first value head for each row of obs: [n] float32 (with memory: each row
+        from a zero critic memory)."""
         with torch.no_grad():
             return self.model.get_value(self._input(obs))[:, 0].numpy().astype(np.float32)
 

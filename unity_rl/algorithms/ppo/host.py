@@ -9,7 +9,9 @@ The host keeps a rollout buffer in front of the pure ``PPOLearner``:
   did play them). Within the bound, PPO's clipped ratio against the stored behaviour log-probs is
   the correction (as in APPO / Sample Factory), and the learner recomputes values with its
   current critic before GAE;
-- ``ready()``: the buffer holds at least ``buffer_size`` agent-steps (ML-Agents' trigger);
+- ``ready()``: the buffer holds at least ``buffer_size`` agent-steps (ML-Agents' trigger); with
+  memory each trajectory counts as padded to whole ``sequence_length`` sequences, as ML-Agents'
+  ``_is_ready_update`` counts its padded update buffer;
 - ``train(sync)``: one PPO update on the whole buffer, then each auxiliary update
   (``unity_rl.algorithms.auxiliary.AuxiliaryUpdate``: the learner's reward signals that train,
   then the host's own, e.g. behavioral cloning later) on the same buffer, their metrics merged
@@ -28,6 +30,7 @@ from collections.abc import Sequence
 
 from unity_rl.algorithms.auxiliary import AuxiliaryUpdate
 from unity_rl.algorithms.ppo.learner import PPOLearner
+from unity_rl.algorithms.sequences import padded_length
 from unity_rl.experience import Segment, Trajectory
 from unity_rl.runtime.algorithm import Algorithm, BehaviorPlan, HostContext
 from unity_rl.runtime.messages import BehaviorInfo
@@ -40,6 +43,8 @@ class PPOHost:
     def __init__(self, learner: PPOLearner, *, buffer_steps: int, drop_lag: int | None,
                  auxiliary: Sequence[AuxiliaryUpdate] = ()):
         self.learner = learner
+        self.sequence_length = int(getattr(learner, "sequence_length", 1))
+        """Rows a trajectory is padded to a multiple of in the buffer (1: no memory)."""
         self.auxiliary = list(auxiliary)
         """The host's own auxiliary updates (checkpointed here), run after the learner's signals'."""
         names = [a.name for a in self.auxiliary]
@@ -62,7 +67,11 @@ class PPOHost:
             self._dropped += 1
             return None
         self._buffer.extend(t for t in segment.trajectories if len(t.rewards))
-        self._buffered_steps += segment.agent_steps
+        if self.sequence_length == 1:
+            self._buffered_steps += segment.agent_steps
+        else:
+            self._buffered_steps += sum(padded_length(len(t.rewards), self.sequence_length)
+                                        for t in segment.trajectories)
         return lag
 
     def ready(self) -> bool:

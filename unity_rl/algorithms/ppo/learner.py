@@ -48,6 +48,22 @@ docs/ppo.md), each choice read in its source (``mlagents/trainers/...``):
   reads them; Unity-Technologies/ml-agents#6281). Clipped around the returns, the clipped term
   never exceeds the plain one: the value loss is the unclipped squared error (docs/ppo.md,
   "Value clipping"; ``benchmarks/ppo_input_parity.py`` shows it on ML-Agents' own buffer).
+Memory (``network_settings.memory``; ML-Agents 1.1.0, ``../shared/mlagents_learn/TRAINERS.md`` §1):
+- each trajectory is split into ``sequence_length`` (L) sequences, the last one padded at the end
+  (``sequences.py``); padded rows are masked out of the policy, value and entropy terms
+  (``losses.masked_mean``), and minibatches are made of whole sequences (``batch_size`` rounded
+  down to a multiple of L, at least L);
+- the actor's sequence k starts from the memory stored with its first step (the rollout-time
+  memory the actor had when it took that action, ``StepExtras.memories``; never recomputed);
+- the critic's memories are computed here sequence by sequence with the current critic
+  (``_evaluate_by_sequence``): sequence k starts from the memory after sequence k − 1, the first
+  from the memory the previous trajectory left. ML-Agents keeps that carry under the key ""
+  (its ``_process_trajectory`` passes no agent id, quirk §10.7): one carry for all agents, reset
+  after a terminated trajectory only; this learner keeps the same single carry
+  (``critic_memory``, not checkpointed, as ML-Agents'), so its values equal ML-Agents' on the
+  same buffer;
+- the advantages are normalised over the padded buffer, padded rows counting as 0 (ML-Agents'
+  quirk §10.10; it changes the scale of the advantages a little, weight for weight as ML-Agents).
 There are no project-only variants (docs/ppo.md says which were removed and why).
 """
 from __future__ import annotations
@@ -65,8 +81,9 @@ from unity_rl.algorithms.gae import compute_gae
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.nets import seeded_init
 from unity_rl.algorithms.ppo.config import PPOConfig
-from unity_rl.algorithms.ppo.losses import (clipped_surrogate_loss, decayed, minibatch_indices,
-                                       value_loss)
+from unity_rl.algorithms.ppo.losses import (clipped_surrogate_loss, decayed, masked_mean,
+                                            minibatch_indices, value_loss)
+from unity_rl.algorithms.sequences import pad_sequences, sequence_rows
 from unity_rl.algorithms.ppo.acting import PPOPolicy
 from unity_rl.algorithms.ppo.model import (DEFAULT_ARCH, LEGACY_ARCH, ActionSpecLike, ActorCritic,
                                       DeterministicActor, check_obs_shapes, load_normalizer,
@@ -103,6 +120,14 @@ class PPOBatch(NamedTuple):
     """[N] mean over signals of GAE, normalised over the buffer."""
     returns: torch.Tensor
     """[N, heads] each head's GAE returns."""
+    loss_mask: torch.Tensor | None = None
+    """[N] bool, False on the rows that pad memory sequences (None: no memory, no padding)."""
+    memories: torch.Tensor | None = None
+    """[N / L, memory_size]: the actor memory each sequence starts from (None: no memory)."""
+    critic_memories: torch.Tensor | None = None
+    """[N / L, memory_size]: the critic memory each sequence starts from (None: no memory)."""
+    sequence_length: int = 1
+    """L: rows per sequence (1 without memory)."""
 
 
 class PPOLearner:
@@ -137,6 +162,11 @@ class PPOLearner:
         # One Adam over every parameter: actor and critic, or (shared_critic) the actor with its
         # value heads, ML-Agents' SharedActorCritic (ppo/optimizer_torch.py).
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=ppo_cfg.learning_rate)
+        self.sequence_length = network_cfg.sequence_length
+        """L: steps per training sequence (1 without memory)."""
+        self.critic_memory: torch.Tensor | None = None
+        """The critic memory the last non-terminated trajectory left ([1, memory_size]; None:
+        zeros), ML-Agents' ``critic_memory_dict[""]`` (module doc)."""
         self.normalizer = self.layout.make_normalizer(network_cfg.normalize)
         self.rng = np.random.default_rng(seed)
         self.version = 0
@@ -258,9 +288,14 @@ class PPOLearner:
 
         # 2. V_k(s_t) and V_k(s_T) of every value head k under the current (pre-update) critic,
         #    as ML-Agents' get_trajectory_value_estimates (the GAE baselines).
+        critic_starts = None
         with torch.no_grad():
-            values = self.model.get_value(b_obs).cpu().numpy()            # [N, K]
-            last_values = self.model.get_value(last_obs).cpu().numpy()    # [M, K]
+            if self.model.memory_size:  # sequence by sequence, carrying the critic memory
+                values, last_values, critic_starts = self._values_by_sequence(
+                    b_obs, last_obs, trajectories)
+            else:
+                values = self.model.get_value(b_obs).cpu().numpy()            # [N, K]
+                last_values = self.model.get_value(last_obs).cpu().numpy()    # [M, K]
 
         # 3. Per trajectory and reward signal k: r_k · strength_k, GAE(γ_k, λ), bootstrapped from
         #    V_k(s_T) unless the episode terminated (and the signal does not ignore_done). The
@@ -279,6 +314,9 @@ class PPOLearner:
                 ret_k.append(ret)
             advantages.append(np.mean(np.array(adv_k, dtype=np.float32), axis=0))
             returns.append(np.stack(ret_k, axis=1))
+        if self.model.memory_size:
+            return self._sequence_batch(trajectories, b_obs, values, advantages, returns,
+                                        critic_starts)
         b_advantages_np = np.concatenate(advantages)
 
         # 4. Advantages normalised once over the buffer (ML-Agents' _update_policy).
@@ -287,8 +325,19 @@ class PPOLearner:
 
         b_advantages = self._tensor(b_advantages_np, torch.float32)
         b_returns = self._tensor(np.concatenate(returns), torch.float32)   # [N, K]
+        b_actions, b_logprobs, b_masks = self._behaviour(trajectories)
+        return PPOBatch(obs=b_obs, actions=b_actions, logprobs=b_logprobs, masks=b_masks,
+                        values=values, advantages=b_advantages, returns=b_returns)
+
+    def _behaviour(self, trajectories: list[Trajectory], sequence_length: int = 1
+                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """(actions, log-probs, action masks) of the behaviour, each trajectory padded to whole
+        sequences of ``sequence_length`` (zeros; masks all allowed)."""
+        def rows(arrays, value=0):
+            return np.concatenate([pad_sequences(a, sequence_length, value) for a in arrays])
+
         # log-probs: one column per action dimension / branch ([T] rows read as one column)
-        b_logprobs = self._tensor(np.concatenate([np.asarray(t.logprobs, np.float32).reshape(
+        b_logprobs = self._tensor(rows([np.asarray(t.logprobs, np.float32).reshape(
             len(t.rewards), -1) for t in trajectories]), torch.float32)
         branches = self.model.discrete_branches
         num_columns = self.model.continuous_size + len(branches)
@@ -296,23 +345,87 @@ class PPOLearner:
             raise ValueError(f"per-action ratios need {num_columns} log-prob columns per step "
                              f"(one per action dimension / branch), got {b_logprobs.shape[1]}")
         # actions: float32 rows when there is a continuous part (hybrid: C + B columns), else int64
-        b_actions = self._tensor(np.concatenate([t.actions for t in trajectories]),
+        b_actions = self._tensor(rows([t.actions for t in trajectories]),
                                  torch.float32 if self.model.continuous_size else torch.int64)
         b_masks = None
         if branches:
-            b_masks = self._tensor(np.concatenate([
+            b_masks = self._tensor(rows([
                 t.action_masks if t.action_masks is not None
                 else np.ones((len(t.rewards), sum(branches)), bool)
-                for t in trajectories]), torch.bool)
-        return PPOBatch(obs=b_obs, actions=b_actions, logprobs=b_logprobs, masks=b_masks,
-                        values=values, advantages=b_advantages, returns=b_returns)
+                for t in trajectories], True), torch.bool)
+        return b_actions, b_logprobs, b_masks
+
+    def _values_by_sequence(self, b_obs: torch.Tensor, last_obs: torch.Tensor,
+                            trajectories: list[Trajectory]):
+        """ML-Agents' ``get_trajectory_value_estimates`` with memory, trajectory after trajectory:
+        the critic runs ``sequence_length`` steps at a time (the leftover last), each sequence from
+        the memory the previous one left, the first from ``critic_memory`` (module doc); V(s_T)
+        from the memory after the last step. Returns (values [N, K], last values [M, K], the
+        critic memory each sequence starts from [sum of ceil(T / L), memory_size])."""
+        L = self.sequence_length
+        hidden = self.model.critic_body(b_obs)  # rows are independent before the LSTM
+        last_hidden = self.model.critic_body(last_obs)
+        values, last_values, starts = [], [], []
+        offset = 0
+        for i, traj in enumerate(trajectories):
+            memory = self.critic_memory
+            if memory is None:
+                memory = b_obs.new_zeros(1, self.model.critic_memory_size)
+            length = len(traj.rewards)
+            for begin in range(0, length, L):
+                chunk = hidden[offset + begin:offset + min(begin + L, length)]
+                starts.append(memory)
+                v, memory = self.model.value_from_body(chunk, memory, len(chunk))
+                values.append(v)
+            offset += length
+            last_values.append(self.model.value_from_body(last_hidden[i:i + 1], memory, 1)[0])
+            self.critic_memory = None if traj.terminated else memory
+        return (torch.cat(values).cpu().numpy(), torch.cat(last_values).cpu().numpy(),
+                torch.cat(starts))
+
+    def _sequence_batch(self, trajectories: list[Trajectory], b_obs: torch.Tensor,
+                        values: np.ndarray, advantages: list[np.ndarray],
+                        returns: list[np.ndarray], critic_starts: torch.Tensor) -> PPOBatch:
+        """Step 4 with memory: every field padded to whole sequences (module doc), the advantages
+        normalised over the padded buffer (ML-Agents), the memories each sequence starts from."""
+        L = self.sequence_length
+        lengths = [len(t.rewards) for t in trajectories]
+        starts = np.cumsum([0] + lengths)
+        obs_rows = [b_obs[starts[i]:starts[i + 1]] for i in range(len(trajectories))]
+        padded_obs = torch.cat([torch.cat([o, o.new_zeros(
+            (-len(o)) % L, o.shape[1])]) for o in obs_rows])
+        loss_mask = np.concatenate([pad_sequences(np.ones(n, bool), L, False) for n in lengths])
+        b_advantages_np = np.concatenate([pad_sequences(a, L) for a in advantages])
+        b_advantages_np = ((b_advantages_np - b_advantages_np.mean())
+                           / (b_advantages_np.std() + 1e-10))
+        b_returns = np.concatenate([pad_sequences(r, L) for r in returns])
+        memory_size = self.model.memory_size
+        memories = []
+        for traj in trajectories:  # the stored rollout memory at each sequence's first step
+            stored = traj.extras.memories
+            if stored is None:
+                stored = np.zeros((len(traj.rewards), memory_size), np.float32)
+            stored = np.asarray(stored, np.float32).reshape(len(traj.rewards), -1)
+            if stored.shape[1] != memory_size:
+                raise ValueError(f"trajectory memories have {stored.shape[1]} columns, the "
+                                 f"network's memory_size is {memory_size}")
+            memories.append(stored[::L])
+        b_actions, b_logprobs, b_masks = self._behaviour(trajectories, L)
+        return PPOBatch(obs=padded_obs, actions=b_actions, logprobs=b_logprobs, masks=b_masks,
+                        values=values,
+                        advantages=self._tensor(b_advantages_np, torch.float32),
+                        returns=self._tensor(b_returns, torch.float32),
+                        loss_mask=self._tensor(loss_mask, torch.bool),
+                        memories=self._tensor(np.concatenate(memories), torch.float32),
+                        critic_memories=critic_starts.to(self.device), sequence_length=L)
 
     def optimise(self, batch: PPOBatch, collected_steps: int | None = None) -> dict[str, float]:
         """Steps 5-6 of an update: the schedules and the minibatch epochs on ``batch``."""
         cfg = self.cfg
         b_obs, b_actions, b_logprobs, b_masks = batch.obs, batch.actions, batch.logprobs, batch.masks
         b_advantages, b_returns, values = batch.advantages, batch.returns, batch.values
-        b_size = len(b_obs)
+        loss_mask, L = batch.loss_mask, batch.sequence_length
+        b_size = len(b_obs) if loss_mask is None else int(loss_mask.sum())  # real steps
 
         # 5. Schedules, driven by the agent-steps collected so far (ML-Agents' trainer step).
         self.agent_steps_collected = (int(collected_steps) if collected_steps is not None
@@ -327,29 +440,41 @@ class PPOLearner:
         # 6. Optimise the clipped surrogate, value loss and entropy bonus over minibatch epochs.
         stats: dict[str, list[float]] = {"pg": [], "v": [], "ent": [], "kl": [], "clipfrac": []}
         self.model.train()
+        # Minibatches of whole sequences with memory: batch_size rounded down to a multiple of L
+        # (at least L), as ML-Agents' _update_policy; without memory, L = 1 and rows.
+        num_units = len(b_obs) // L
+        unit_batch = max(cfg.minibatch_size - cfg.minibatch_size % L, L) // L
         for _epoch in range(cfg.num_epochs):
-            b_inds = self.rng.permutation(b_size)
-            for mb_inds_np in minibatch_indices(b_inds, cfg.minibatch_size):
+            b_inds = self.rng.permutation(num_units)
+            for mb_units in minibatch_indices(b_inds, unit_batch):
+                mb_inds_np = mb_units if loss_mask is None else sequence_rows(mb_units, L)
                 mb_inds = self._tensor(mb_inds_np, torch.int64)
+                mb_mask = None if loss_mask is None else loss_mask[mb_inds]
+                actor_memory = critic_memory = None
+                if batch.memories is not None:
+                    units = self._tensor(mb_units, torch.int64)
+                    actor_memory, critic_memory = batch.memories[units], batch.critic_memories[units]
                 dist = self.model.distribution(b_obs[mb_inds],
-                                               None if b_masks is None else b_masks[mb_inds])
+                                               None if b_masks is None else b_masks[mb_inds],
+                                               actor_memory, L)
                 newlogprob = dist.log_prob(b_actions[mb_inds])  # [mb, K]
                 entropy = dist.entropy()
-                newvalue = self.model.get_value(b_obs[mb_inds])  # [mb, heads]
+                newvalue = self.model.get_value(b_obs[mb_inds], critic_memory, L)  # [mb, heads]
 
                 logratio = newlogprob - b_logprobs[mb_inds]
                 ratio = logratio.exp()
                 with torch.no_grad():
                     # http://joschu.net/blog/kl-approx.html
-                    approx_kl = ((ratio - 1) - logratio).mean()
-                    clipfrac = ((ratio - 1.0).abs() > clip_coef).float().mean()
+                    approx_kl = masked_mean((ratio - 1) - logratio, mb_mask)
+                    clipfrac = masked_mean(((ratio - 1.0).abs() > clip_coef).float(), mb_mask)
 
                 pg_loss = clipped_surrogate_loss(newlogprob, b_logprobs[mb_inds],
-                                                 b_advantages[mb_inds], clip_coef)
+                                                 b_advantages[mb_inds], clip_coef, mb_mask)
                 # anchored at the returns, as ML-Agents 1.1.0 reads its buffer (module doc):
                 # the squared error, unclipped
-                v_loss = value_loss(newvalue, b_returns[mb_inds], b_returns[mb_inds], clip_coef)
-                entropy_loss = entropy.mean()
+                v_loss = value_loss(newvalue, b_returns[mb_inds], b_returns[mb_inds], clip_coef,
+                                    mb_mask)
+                entropy_loss = masked_mean(entropy, mb_mask)
                 loss = pg_loss - ent_coef * entropy_loss + VALUE_LOSS_WEIGHT * v_loss
 
                 self.optimizer.zero_grad(set_to_none=True)

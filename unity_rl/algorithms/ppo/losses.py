@@ -14,32 +14,49 @@ def decayed(initial: float, floor: float, schedule: str, step: int, max_steps: i
     return (initial - floor) * (1.0 - progress) + floor
 
 
+def masked_mean(values: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Mean of ``values`` over the rows where ``mask`` (bool [n]) is True, every column of those
+    rows counted (ML-Agents' ``ModelUtils.masked_mean``: padded steps of memory sequences count
+    0; a 0-d tensor is its own mean); the plain mean when ``mask`` is None."""
+    if mask is None:
+        return values.mean()
+    if values.ndim == 0:
+        return values
+    weights = mask.to(values.dtype).reshape(-1, *([1] * (values.ndim - 1))).expand_as(values)
+    return (values * weights).sum() / weights.sum().clamp(min=1.0)
+
+
 def clipped_surrogate_loss(newlogprob: torch.Tensor, oldlogprob: torch.Tensor,
-                           advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
+                           advantages: torch.Tensor, clip_coef: float,
+                           mask: torch.Tensor | None = None) -> torch.Tensor:
     """L^CLIP as a loss: mean of max(−Â·r, −Â·clip(r, 1−ε, 1+ε)), r = π/π_old.
 
     Log-probs [n] (one joint ratio per sample) or [n, K] (one ratio per action dimension /
     branch, ML-Agents' ``trust_region_policy_loss``: advantages [n] broadcast over the K columns,
-    the mean taken over all n·K terms)."""
+    the mean taken over all n·K terms); ``mask`` (bool [n]) leaves padded rows out (``masked_mean``)."""
     if newlogprob.ndim == 2:
         advantages = advantages.unsqueeze(-1)
     ratio = (newlogprob - oldlogprob).exp()
     pg_loss1 = -advantages * ratio
     pg_loss2 = -advantages * torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef)
-    return torch.max(pg_loss1, pg_loss2).mean()
+    return masked_mean(torch.max(pg_loss1, pg_loss2), mask)
 
 
 def value_loss(newvalue: torch.Tensor, oldvalue: torch.Tensor, returns: torch.Tensor,
-               clip_coef: float) -> torch.Tensor:
+               clip_coef: float, mask: torch.Tensor | None = None) -> torch.Tensor:
     """ML-Agents' ``trust_region_value_loss``: for each value head k, the mean over samples of
     max((R_k − V_k)², (R_k − V_clip,k)²) with V_clip = V_old + clip(V − V_old, ±ε); then the mean
-    over the heads. Tensors [n, K] (one column per head) or [n] (one head)."""
+    over the heads. Tensors [n, K] (one column per head) or [n] (one head); ``mask`` (bool [n])
+    leaves padded rows out (``masked_mean``)."""
     if newvalue.ndim == 1:
         newvalue, oldvalue, returns = newvalue[:, None], oldvalue[:, None], returns[:, None]
     v_loss_unclipped = (newvalue - returns) ** 2
     v_clipped = oldvalue + torch.clamp(newvalue - oldvalue, -clip_coef, clip_coef)
     v_loss_clipped = (v_clipped - returns) ** 2
-    return torch.max(v_loss_unclipped, v_loss_clipped).mean(dim=0).mean()
+    per_head = torch.max(v_loss_unclipped, v_loss_clipped)
+    if mask is None:
+        return per_head.mean(dim=0).mean()
+    return torch.stack([masked_mean(per_head[:, k], mask) for k in range(per_head.shape[1])]).mean()
 
 
 def minibatch_indices(b_inds: np.ndarray, minibatch_size: int) -> list[np.ndarray]:

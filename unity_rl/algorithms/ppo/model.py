@@ -11,6 +11,15 @@ trunk ends in one value head per reward signal, ``value_heads.<signal>`` (ML-Age
 With goal (GOAL_SIGNAL) observations and ``goal_conditioning_type: hyper`` each trunk is ML-Agents'
 ``ConditionalEncoder``; with ``shared_critic`` the value heads sit on the actor trunk.
 
+Memory (``network_settings.memory``, ML-Agents' ``NetworkBody`` with ``use_lstm``): each trunk
+is followed by its own one-layer LSTM (``actor_lstm``, ``critic_lstm``; hidden size
+``memory_size // 2``, ML-Agents' ``lstm_layer`` initialisation) and the heads read its output
+(``memory_size // 2`` wide). A memory is one row [h | c] of ``memory_size`` per sequence;
+a forward pass with memory takes rows [n·L, obs_dim] ordered sequence after sequence
+(``sequence_length`` L), the memories [n, memory_size] the n sequences start from (None: zeros),
+and returns the memories after each sequence. With ``shared_critic`` the value heads read the
+actor's LSTM (one memory, the actor's).
+
 Architecture (``arch``, which travels with the weights): ML-Agents 1.1.0's network, "swish" with
 "mlagents" initialisation and the clamp(a, −3, 3) / 3 action map (``torch_entities/layers.py``
 ``LinearEncoder``: Kaiming-normal layers, Swish; ``distributions.py``: Gaussian means with gain
@@ -88,6 +97,57 @@ def value_head(hidden: int, init: str) -> nn.Linear:
     return layer_init(linear, std=1.0) if init == "orthogonal" else mlagents_init(linear, xavier_uniform=True)
 
 
+def lstm_layer(input_size: int, hidden_size: int, forget_bias: float = 1.0) -> nn.LSTM:
+    """ML-Agents' ``lstm_layer`` (``torch_entities/layers.py``): one batch-first LSTM layer, each
+    of the four gate blocks of every weight Xavier-uniform, biases zero, then ``forget_bias``
+    added to the forget-gate block (gate 1) of both bias vectors."""
+    lstm = nn.LSTM(input_size, hidden_size, 1, batch_first=True)
+    for name, param in lstm.named_parameters():
+        block = param.shape[0] // 4
+        for idx in range(4):
+            part = param.data[idx * block:(idx + 1) * block]
+            if "weight" in name:
+                nn.init.xavier_uniform_(part)
+            else:
+                part.zero_()
+                if idx == 1:
+                    part.add_(forget_bias)
+    return lstm
+
+
+def run_lstm(lstm: nn.LSTM, hidden: torch.Tensor, memory: torch.Tensor | None,
+             sequence_length: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``hidden`` [n·L, h] (n sequences of L rows, one after the other) through ``lstm`` from
+    ``memory`` [n, 2·half] ([h | c] per sequence; None: zeros): (outputs [n·L, half], memories
+    after each sequence [n, 2·half]) — ML-Agents' ``NetworkBody.forward`` and ``LSTM.forward``."""
+    half = lstm.hidden_size
+    seq = hidden.reshape(-1, sequence_length, hidden.shape[-1])
+    if memory is None:
+        memory = hidden.new_zeros(seq.shape[0], 2 * half)
+    h0 = memory[:, :half].unsqueeze(0).contiguous()
+    c0 = memory[:, half:].unsqueeze(0).contiguous()
+    out, (h_n, c_n) = lstm(seq, (h0, c0))
+    return out.reshape(-1, half), torch.cat([h_n[0], c_n[0]], dim=-1)
+
+
+def actor_hidden(encoder: ObservationEncoder, head: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """The actor trunk's encoding (its head without the output layer)."""
+    encoding, goal = encoder.encode(x)
+    return head.hidden(encoding, goal) if goal is not None else head[:-1](encoding)
+
+
+def actor_forward(encoder: ObservationEncoder, head: nn.Module, lstm: nn.LSTM | None,
+                  x: torch.Tensor, memory: torch.Tensor | None = None, sequence_length: int = 1
+                  ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(the actor's head outputs, memories after; None without an LSTM): encoder, trunk, LSTM
+    (when there is one), output layer."""
+    if lstm is None:
+        return trunk_output(encoder, head, x), None
+    hidden, memory_out = run_lstm(lstm, actor_hidden(encoder, head, x), memory, sequence_length)
+    out_layer = head.out if isinstance(head, ConditionalMLP) else head[-1]
+    return out_layer(hidden), memory_out
+
+
 class ActorCritic(nn.Module):
     """Encoders + actor MLP, and a critic trunk with one value head per reward signal.
 
@@ -125,12 +185,21 @@ class ActorCritic(nn.Module):
         if self.goal_conditioned and (activation, weight_init) != ("swish", "mlagents"):
             raise ValueError("goal conditioning exists only in ML-Agents' network (swish, mlagents)")
         act = ACTIVATIONS[activation]
+        self.memory_size = network.memory_size
+        """Size of the memory vector [h | c] of the actor (and of the critic); 0: no LSTM."""
+        if self.memory_size and (activation, weight_init) != ("swish", "mlagents"):
+            raise ValueError("memory exists only in ML-Agents' network (swish, mlagents)")
+        half = self.memory_size // 2
+        head_in = half if self.memory_size else hidden  # what the heads read
         if not self.shared_critic:
             self.critic_encoder = ObservationEncoder(obs_shapes, network, goals)
             enc = self.critic_encoder.output_size
             self.critic = (ConditionalEncoder(enc, self.critic_encoder.goal_size, hidden, layers)
                            if goals else critic_trunk(enc, hidden, layers, act, weight_init))
-        self.value_heads = nn.ModuleDict({name: value_head(hidden, weight_init) for name in value_heads})
+            if self.memory_size:
+                self.critic_lstm = lstm_layer(hidden, half)
+        self.value_heads = nn.ModuleDict({name: value_head(head_in, weight_init)
+                                          for name in value_heads})
         self.actor_encoder = ObservationEncoder(obs_shapes, network, goals)
         out_gain = torch.tensor([0.2] * self.continuous_size + [0.1] * sum(self.discrete_branches))
         num_out = self.continuous_size + sum(self.discrete_branches)
@@ -138,13 +207,19 @@ class ActorCritic(nn.Module):
             head: nn.Module = ConditionalMLP(
                 ConditionalEncoder(self.actor_encoder.output_size, self.actor_encoder.goal_size,
                                    hidden, layers),
-                mlagents_init(nn.Linear(hidden, num_out), out_gain))
+                mlagents_init(nn.Linear(head_in, num_out), out_gain))
+        elif self.memory_size:  # the trunk, then an output layer on the LSTM's output
+            head = nn.Sequential(*critic_trunk(self.actor_encoder.output_size, hidden, layers, act,
+                                               weight_init),
+                                 mlagents_init(nn.Linear(head_in, num_out), out_gain))
         else:
             head = mlp(self.actor_encoder.output_size, hidden, layers, num_out, out_std=0.01,
                        activation=act, init=weight_init, out_gain=out_gain)
         self.head_name = ("actor_logits" if not self.continuous_size else
                           "actor_mean" if not self.discrete_branches else "actor_hybrid")
         self.add_module(self.head_name, head)
+        if self.memory_size:
+            self.actor_lstm = lstm_layer(hidden, half)
         if self.continuous_size:
             self.actor_logstd = nn.Parameter(torch.full((self.continuous_size,), float(log_std_init)))
 
@@ -160,29 +235,68 @@ class ActorCritic(nn.Module):
     def value_head_names(self) -> list[str]:
         return list(self.value_heads)
 
-    def actor_output(self, x: torch.Tensor) -> torch.Tensor:
-        """The actor's head outputs [n, C + sum(branches)] (Gaussian means, branch logits)."""
-        return trunk_output(self.actor_encoder, self.actor_head, x)
+    @property
+    def critic_memory_size(self) -> int:
+        """Size of the critic's memory (0: none; with ``shared_critic`` the actor's)."""
+        return self.memory_size
 
-    def get_value(self, x: torch.Tensor) -> torch.Tensor:
-        """V_k(s) of every value head k: [n, K], columns in ``value_head_names`` order."""
-        if self.shared_critic:  # the actor trunk's encoding, without the actor's output layer
-            encoding, goal = self.actor_encoder.encode(x)
-            head = self.actor_head
-            hidden = head.hidden(encoding, goal) if goal is not None else head[:-1](encoding)
-        else:
-            hidden = trunk_output(self.critic_encoder, self.critic, x)
-        return torch.cat([head(hidden) for head in self.value_heads.values()], dim=-1)
+    def actor_output(self, x: torch.Tensor, memory: torch.Tensor | None = None,
+                     sequence_length: int = 1) -> torch.Tensor:
+        """The actor's head outputs [n, C + sum(branches)] (Gaussian means, branch logits)."""
+        return self.actor_forward(x, memory, sequence_length)[0]
+
+    def actor_forward(self, x: torch.Tensor, memory: torch.Tensor | None = None,
+                      sequence_length: int = 1) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(the actor's head outputs, the actor memories after each sequence; None without memory)."""
+        return actor_forward(self.actor_encoder, self.actor_head,
+                             getattr(self, "actor_lstm", None), x, memory, sequence_length)
+
+    def get_value(self, x: torch.Tensor, memory: torch.Tensor | None = None,
+                  sequence_length: int = 1) -> torch.Tensor:
+        """V_k(s) of every value head k: [n, K], columns in ``value_head_names`` order (with
+        memory: rows in sequences of ``sequence_length``, each from its critic ``memory``)."""
+        return self.value_forward(x, memory, sequence_length)[0]
+
+    def value_forward(self, x: torch.Tensor, memory: torch.Tensor | None = None,
+                      sequence_length: int = 1) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(``get_value``, the critic memories after each sequence; None without memory)."""
+        return self.value_from_body(self.critic_body(x), memory, sequence_length)
+
+    def critic_body(self, x: torch.Tensor) -> torch.Tensor:
+        """The critic's encoding before its LSTM (with ``shared_critic``: the actor trunk's,
+        without the actor's output layer); rows are independent here."""
+        if self.shared_critic:
+            return actor_hidden(self.actor_encoder, self.actor_head, x)
+        return trunk_output(self.critic_encoder, self.critic, x)
+
+    def value_from_body(self, hidden: torch.Tensor, memory: torch.Tensor | None = None,
+                        sequence_length: int = 1) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``critic_body``'s encoding through the critic's LSTM (if any) and the value heads."""
+        lstm = getattr(self, "actor_lstm" if self.shared_critic else "critic_lstm", None)
+        memory_out = None
+        if lstm is not None:
+            hidden, memory_out = run_lstm(lstm, hidden, memory, sequence_length)
+        return torch.cat([head(hidden) for head in self.value_heads.values()], dim=-1), memory_out
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         """As ``nn.Module``'s, reading the one-head layout's value layer as the ``extrinsic`` head."""
         return super().load_state_dict(one_head_to_value_heads(state_dict, self.num_layers),
                                        strict=strict, assign=assign)
 
-    def distribution(self, x: torch.Tensor, action_masks: torch.Tensor | None = None):
+    def distribution(self, x: torch.Tensor, action_masks: torch.Tensor | None = None,
+                     memory: torch.Tensor | None = None, sequence_length: int = 1):
         """π(·|s) for each row (``action_masks`` bool [n, sum(branches)], True = allowed); the
-        Gaussian's entropy is the mean over its dimensions (ML-Agents)."""
-        out = self.actor_output(x)
+        Gaussian's entropy is the mean over its dimensions (ML-Agents). With memory: rows in
+        sequences of ``sequence_length``, each from its actor ``memory`` (None: zeros)."""
+        return self.distribution_and_memory(x, action_masks, memory, sequence_length)[0]
+
+    def distribution_and_memory(self, x: torch.Tensor, action_masks: torch.Tensor | None = None,
+                                memory: torch.Tensor | None = None, sequence_length: int = 1):
+        """(``distribution``, the actor memories after each sequence; None without memory)."""
+        out, memory_out = self.actor_forward(x, memory, sequence_length)
+        return self._distribution(out, action_masks), memory_out
+
+    def _distribution(self, out: torch.Tensor, action_masks: torch.Tensor | None):
         c = self.continuous_size
         if not self.discrete_branches:
             return DiagGaussian(out, self.actor_logstd)
@@ -210,6 +324,10 @@ class DeterministicActor(nn.Module):
     most likely allowed action per branch int64 [n, B] (discrete; ``action_masks`` [n,
     sum(branches)], nonzero = allowed, is optional), or the tuple (continuous, discrete) for
     hybrid behaviors.
+
+    With memory (``memory_size`` > 0) the last input is ``recurrent_in`` [n, 1, memory_size]
+    (after ``action_masks`` for discrete behaviors, which is then required) and the outputs
+    end with ``recurrent_out`` [n, 1, memory_size]: ML-Agents' recurrent ONNX contract.
     """
 
     def __init__(self, model: ActorCritic, normalizer: RunningNormalizer | None,
@@ -223,21 +341,33 @@ class DeterministicActor(nn.Module):
         self.normalizer = FoldedNormalizer(model.actor_encoder.layout, normalizer)
         self.encoder = copy.deepcopy(model.actor_encoder).cpu()
         self.actor = copy.deepcopy(model.actor_head).cpu()
+        self.memory_size = model.memory_size
+        """Size of ``recurrent_in`` / ``recurrent_out`` (0: no memory, no such tensors)."""
+        self.lstm = copy.deepcopy(model.actor_lstm).cpu() if self.memory_size else None
         self.eval()
 
     def forward(self, *inputs: torch.Tensor):
         flat, rest = concat_inputs(inputs, self.obs_dim)
-        out = trunk_output(self.encoder, self.actor, self.normalizer(flat))
+        memory = None
+        if self.memory_size:
+            if not rest:
+                raise ValueError("a memory policy needs recurrent_in [n, 1, memory_size]")
+            memory, rest = rest[-1].reshape(-1, self.memory_size), rest[:-1]
+        out, memory_out = actor_forward(self.encoder, self.actor, self.lstm,
+                                        self.normalizer(flat), memory)
         c = self.continuous_size
         continuous = env_action_clamp(out[:, :c], self.action_clip) if c else None
-        if not self.discrete_branches:
-            return continuous
-        logits = out[:, c:]
-        if rest:
-            logits = logits.masked_fill(rest[0] <= 0, MASKED_LOGIT)
-        discrete = torch.stack([branch.argmax(-1) for branch in
-                                logits.split(list(self.discrete_branches), -1)], -1)
-        return discrete if continuous is None else (continuous, discrete)
+        actions: tuple = (continuous,)
+        if self.discrete_branches:
+            logits = out[:, c:]
+            if rest:
+                logits = logits.masked_fill(rest[0] <= 0, MASKED_LOGIT)
+            discrete = torch.stack([branch.argmax(-1) for branch in
+                                    logits.split(list(self.discrete_branches), -1)], -1)
+            actions = (discrete,) if continuous is None else (continuous, discrete)
+        if memory_out is not None:
+            return (*actions, memory_out.unsqueeze(1))
+        return actions[0] if len(actions) == 1 else actions
 
 
 def one_head_to_value_heads(state_dict: Mapping, num_layers: int) -> Mapping:
