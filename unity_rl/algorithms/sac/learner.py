@@ -151,7 +151,7 @@ class SACLearner:
         with torch.no_grad():
             target_values = {k: v.squeeze(-1) for k, v in self.target_critic(next_obs).items()}
 
-        q1_loss, q2_loss = self._q_losses(q1, q2, target_values, dones, rewards)
+        q1_loss, q2_loss, td_error = self._q_losses(q1, q2, target_values, dones, rewards)
         value_loss = self._value_loss(values, q1p, q2p, cont_log_probs, categorical)
         policy_loss = self._policy_loss(q1p, cont_log_probs, categorical)
         entropy_loss = self._entropy_loss(cont_log_probs, categorical)
@@ -172,8 +172,7 @@ class SACLearner:
         soft_update(self.critic, self.target_critic, cfg.tau)
         self.updates += 1
 
-        td_errors = np.abs(np.mean([(self._backup(k, target_values, dones, rewards) - q1[k])
-                                    .detach().cpu().numpy() for k in q1], axis=0))
+        td_errors = td_error.abs().cpu().numpy()
         return UpdateResult({
             "Losses/Policy Loss": policy_loss.item(),
             "Losses/Value Loss": value_loss.item(),
@@ -199,14 +198,17 @@ class SACLearner:
         return rewards[name] + (1.0 - use_done * dones) * signal.gamma * target_values[name]
 
     def _q_losses(self, q1: dict, q2: dict, target_values: dict, dones: torch.Tensor,
-                  rewards: dict) -> tuple[torch.Tensor, torch.Tensor]:
-        q1_losses, q2_losses = [], []
+                  rewards: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(Q1 loss, Q2 loss, [n] TD error of Q1 averaged over the reward signals)."""
+        q1_losses, q2_losses, td = [], [], []
         for name in q1:
             with torch.no_grad():
                 y = self._backup(name, target_values, dones, rewards)
+                td.append(y - q1[name])
             q1_losses.append(0.5 * nn.functional.mse_loss(y, q1[name]))
             q2_losses.append(0.5 * nn.functional.mse_loss(y, q2[name]))
-        return torch.stack(q1_losses).mean(), torch.stack(q2_losses).mean()
+        return (torch.stack(q1_losses).mean(), torch.stack(q2_losses).mean(),
+                torch.stack(td).mean(dim=0))
 
     def _expected_q(self, q: torch.Tensor, categorical) -> torch.Tensor:
         """[n, 1]: mean over branches of Σ_a π(a)·Q(s, a)."""
