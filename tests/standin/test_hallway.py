@@ -27,11 +27,13 @@ from unity_rl.standin.scenes.hallway import (
 from unity_rl.standin.wire import ActionBatch
 
 NAME = "Hallway?team=0"
-RAY, TAGS = 7, 5  # floats per ray; tags [symbol_O_Goal, symbol_X_Goal, symbol_O, symbol_X, wall]
+RAY = 7  # floats per ray: one-hot of the 5 tags, "no hit", hit fraction
 PENALTY = 1.0 / 3000
 BEST_RETURN = 1.0 - (HOLD_DECISIONS + CORRIDOR + 1) * 6 * PENALTY
 """Held 3 decisions, CORRIDOR forward, a turn, then the goal's SetReward(1) replaces the last
 decision's penalties."""
+ROUTE = HOLD_DECISIONS + CORRIDOR + 2
+"""Decisions of the shortest episode."""
 
 
 def newest(rays: np.ndarray) -> np.ndarray:
@@ -127,7 +129,7 @@ def test_defaults_are_unitys():
 
 def test_spec_decisions_and_rewards_through_unity_environment(open_env, tmp_path):
     """Names, shapes, branch, a decision every 6 academy steps, StepCount/MaxStep stacked, and
-    a remembering policy's episodes on the real client: +1 at the 8th decision."""
+    a remembering policy's episodes on the real client: +1 at the ROUTE-th decision."""
     env = open_env("Hallway")
     env.reset()
     assert list(env.behavior_specs) == [NAME]
@@ -137,7 +139,7 @@ def test_spec_decisions_and_rewards_through_unity_environment(open_env, tmp_path
         ("StackingSensor_size3_VectorSensor_size1", (3,))]
     assert spec.action_spec.continuous_size == 0 and spec.action_spec.discrete_branches == (5,)
     history: dict[int, list] = {}
-    for call in range(1, 9):
+    for call in range(1, ROUTE + 1):
         decision, terminal = env.get_steps(NAME)
         assert len(decision) == 17 and not len(terminal)
         for agent, rays, vec in zip(decision.agent_id.tolist(), *decision.obs):
@@ -152,7 +154,9 @@ def test_spec_decisions_and_rewards_through_unity_environment(open_env, tmp_path
     assert np.allclose(terminal.reward, 1.0)  # SetReward(1): the goal replaces the penalties
     env.close()
     last = (tmp_path / "Player-0.log").read_text().strip().splitlines()[-1]
-    assert "academy steps 44," in last  # decisions at 0, 6, ..., 42; the goal at 42's action
+    # decisions at academy steps 0, 6, ..., 6 (ROUTE - 1); the goal at the last one's first
+    # action, its terminal-only message at the next step
+    assert f"academy steps {6 * (ROUTE - 1) + 2}," in last
 
 
 def test_max_step_interrupts_through_unity_environment(open_env):
@@ -208,7 +212,7 @@ def test_rewards_correct_wrong_and_step_penalty():
     right = play(remembering(), [O, X])
     wrong = play(remembering(turn_to=lambda cue: 1 - cue), [O, X])
     for ep in right + wrong:
-        assert len(ep.obs) == HOLD_DECISIONS + CORRIDOR + 2 and not ep.interrupted
+        assert len(ep.obs) == ROUTE and not ep.interrupted
         assert all(r == pytest.approx(-6 * PENALTY) for r in ep.rewards)
     assert [ep.final_reward for ep in right] == [1.0, 1.0]
     assert [ep.final_reward for ep in wrong] == [pytest.approx(-0.1)] * 2
@@ -225,7 +229,7 @@ def test_max_step_interrupts_and_walls_stop():
 
 
 def test_one_agents_episode_never_resets_the_others():
-    """Agent 0 reaches its goal at the 8th decision; agent 1 stands still: its StepCount keeps
+    """Agent 0 reaches its goal at the ROUTE-th decision; agent 1 stands still: its StepCount keeps
     growing and it has no terminal, until MaxStep."""
     stand = memoryless(lambda rays, vec: NOTHING)
     go = remembering()
@@ -250,7 +254,8 @@ def test_one_agents_episode_never_resets_the_others():
         academy.end_step()
     ends_0 = [step for step, done, _ in seen[0] if done]
     ends_1 = [step for step, done, _ in seen[1] if done]
-    assert ends_0[0] == 43 and ends_1 == [120]  # agent 0: goal at 42's first step
+    assert ends_0[0] == 6 * (ROUTE - 1) + 1 and ends_1 == [120]  # agent 0: its last decision's
+    # first step
     steps_1 = [frac * 120 for step, done, frac in seen[1] if not done]
     assert steps_1 == pytest.approx([6 * n for n in range(20)] + [0.0])  # reset only at 120
 

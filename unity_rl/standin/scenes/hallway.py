@@ -49,7 +49,7 @@ from unity_rl.standin.scenes.stacking import VectorStack, stacked_name
 from unity_rl.standin.side_channels import EnvironmentParameters
 from unity_rl.standin.wire import ObsSpec
 
-CORRIDOR = 3
+CORRIDOR = 1
 """Cells from the start to the fork."""
 HOLD_DECISIONS = 3
 """Decisions at the start whose actions do nothing: the cue's observation and the two more that
