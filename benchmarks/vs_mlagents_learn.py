@@ -77,6 +77,7 @@ SCENES = {
                           {"3DBall": 95.0, "Basic": 0.9}),
     # Unity's GridWorld as the default stand-in sends it: camera + GOAL_SIGNAL, 5x5, every step.
     "GridWorldGoal": Scene("GridWorld", ("GridWorld.yaml",), {"GridWorld": 0.8}),
+    "Hallway": Scene("Hallway", ("ppo/Hallway.yaml",), {"Hallway": 0.9}),
     # Unity's SAC configs (configs_dir/sac/...), unchanged
     "3DBallSAC": Scene("3DBall", ("sac/3DBall.yaml",), {"3DBall": 95.0}),
     "BasicSAC": Scene("Basic", ("sac/Basic.yaml",), {"Basic": 0.9}),

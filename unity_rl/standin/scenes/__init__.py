@@ -27,6 +27,9 @@ GridFood-      ``GridFoodCollector?team=0``: grid sensor        20      5       
 Collector      5x40x40 (PNG), 3 continuous + 1 branch of 2
 VisualFood-    ``VisualFoodCollector?team=0``: camera 3x84x84   8       5         5000
 Collector      (PNG) + frozen flag 1, 3 continuous + [2]
+Hallway        ``Hallway?team=0``: stacked rays 105 (3 stacks) +   17      6         3000
+               stacked StepCount/MaxStep 3, 1 branch of 5;
+               the cue is seen only at the first decision
 Mock           from ``--standin-spec JSON_OR_PATH`` (unity_rl.testing, docs/testing.md)
 =============  ===============================================  ======  ========  ========
 
@@ -52,6 +55,7 @@ from unity_rl.standin.scenes.visual_3dball import Visual3DBallModel
 
 # zoo (part B): Unity's Crawler, Walker, Worm, PushBlock, WallJump, Match3 (docs/zoo.md)
 from unity_rl.standin.scenes.blocks import PushBlockModel, WallJumpModel  # noqa: E402
+from unity_rl.standin.scenes.hallway import HallwayModel  # noqa: E402
 from unity_rl.standin.scenes.locomotion import CrawlerModel, WalkerModel, WormModel  # noqa: E402
 from unity_rl.standin.scenes.match3 import (  # noqa: E402
     Match3Model,
@@ -98,6 +102,8 @@ SCENES.update({
         BehaviorDef("Match3SmartHeuristic?team=0", Match3SmartModel, 2, 1, 500),
         BehaviorDef("Match3SimpleHeuristic?team=0", Match3SimpleModel, 2, 1, 500),
     ),
+    # a T-maze whose cue is seen only at the first decision: the task needs memory (hallway.py)
+    "Hallway": (BehaviorDef("Hallway?team=0", HallwayModel, 17, 6, 3000),),
 })
 
 __all__ = ["SCENES", "BehaviorDef"]
