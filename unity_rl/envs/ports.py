@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import socket
 import tempfile
+import time
 from pathlib import Path
 
 import psutil
@@ -50,9 +51,20 @@ def is_port_free(port: int) -> bool:
     return True
 
 
-def check_port_free(port: int, *, build: int) -> None:
-    """Raises PortInUseError naming ``port``, its owner and what to do, when it is taken."""
-    if is_port_free(port):
+PORT_RELEASE_WAIT_S = 3.0
+"""How long a launch waits for a taken port before it reports it: a build of a just-killed actor
+can still be on its way out when the actor's replacement starts its own."""
+
+
+def check_port_free(port: int, *, build: int, wait_s: float = PORT_RELEASE_WAIT_S) -> None:
+    """Raises PortInUseError naming ``port``, its owner and what to do, when it is taken (and
+    stays taken for ``wait_s`` seconds)."""
+    deadline = time.monotonic() + wait_s
+    while not is_port_free(port):
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    else:
         return
     owner = port_owner(port)
     who = f" by {owner}" if owner else ""
