@@ -53,7 +53,7 @@ class DemoMeta:
     """The ``DemonstrationMetaProto`` at the head of one file."""
 
     name: str
-    """``demonstration_name``: the recorder's name for the demonstration (Unity: at most 16 chars)."""
+    """``demonstration_name``: the recorder's name for it (Unity: at most 16 characters)."""
     number_steps: int
     """How many records the file holds (0 when Unity did not close the recording)."""
     number_episodes: int
