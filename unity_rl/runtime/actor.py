@@ -10,7 +10,9 @@ Contract:
 - ``collect()`` returns a ``Rollout``: one ``Segment`` per lane, holding the trajectories
   finished since the last one (cut at ``time_horizon`` or an episode end; with
   ``BehaviorPlan.cut_at_segment_end`` every open trajectory is cut too). A collection ends as
-  soon as one lane has ``segment_steps`` agent-steps in it (so a behavior that decides often is
+  soon as one lane has ``segment_steps`` agent-steps in it (each finished trajectory counted
+  padded to whole ``BehaviorPlan.sequence_length`` sequences: the rows a memory learner's
+  buffer gives it) (so a behavior that decides often is
   served at its own pace; the others keep filling). Weights change only between collections; a
   segment is tagged with the version its lane acted with (a trajectory that grew over several
   collections holds older steps too, with the log-probs of the policies that took them, as in
@@ -175,7 +177,7 @@ class _Lane:
         if not isinstance(self.policy, ActingPolicy):
             raise TypeError(f"behavior {name}: the policy factory made a "
                             f"{type(self.policy).__name__}, not an ActingPolicy")
-        self.collector = TrajectoryCollector(plan.time_horizon)
+        self.collector = TrajectoryCollector(plan.time_horizon, plan.sequence_length)
         self.version = -1
         self.result = None
         self.obs: np.ndarray | None = None
@@ -199,10 +201,11 @@ class _Lane:
 
     @property
     def collected(self) -> int:
-        """Agent-steps toward this lane's next segment."""
+        """Agent-steps toward this lane's next segment (finished trajectories padded to whole
+        sequences: ``BehaviorPlan.sequence_length``)."""
         if self.plan.cut_at_segment_end:
             return self.collector.completed_steps
-        return self.collector.finished_steps
+        return self.collector.finished_rows
 
     def segment(self, actor_id: int) -> Segment:
         collector = self.collector

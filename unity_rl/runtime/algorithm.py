@@ -39,12 +39,19 @@ class BehaviorPlan(NamedTuple):
     """``(obs_shapes, action_spec, seed) -> policy copy`` (module-level function or partial);
     called with ``goal_indices=`` too when the BehaviorSpec has GOAL_SIGNAL observations."""
     segment_steps: int
-    """Completed agent-steps of this behavior per segment (per actor)."""
+    """Completed agent-steps of this behavior per segment (per actor), each finished trajectory
+    counted padded to whole ``sequence_length`` sequences (see there)."""
     time_horizon: int
     """Per-agent trajectory cut (ML-Agents' time_horizon)."""
     cut_at_segment_end: bool = False
     """Also cut every open trajectory when a segment ends (``unity_rl.trajectory_cuts:
     segment``); False: only at time_horizon or an episode end, as ML-Agents."""
+    sequence_length: int = 1
+    """Rows a finished trajectory counts for toward ``segment_steps``: its length rounded up to
+    a multiple of this (memory policies: ``network_settings.memory.sequence_length``), the rows
+    it takes in the learner's padded buffer, which is what ML-Agents' ``_is_ready_update``
+    compares with ``buffer_size``. 1: its steps. (With ``cut_at_segment_end`` the completed
+    steps count, unpadded: the cut comes after the count.)"""
 
 
 class HostContext(NamedTuple):

@@ -88,16 +88,22 @@ class TrajectoryCollector:
     ``take()`` returns the finished trajectories; ``flush()`` also cuts the open ones.
     """
 
-    def __init__(self, time_horizon: int):
+    def __init__(self, time_horizon: int, sequence_length: int = 1):
         if time_horizon < 1:
             raise ValueError(f"time_horizon must be >= 1, got {time_horizon}")
+        if sequence_length < 1:
+            raise ValueError(f"sequence_length must be >= 1, got {sequence_length}")
         self.time_horizon = time_horizon
+        self.sequence_length = sequence_length
         self._tracks: dict[Hashable, _AgentTrack] = {}
         self._done: list[Trajectory] = []
         self.completed_steps = 0
         """Transitions completed (reward known) since the last ``take``/``flush``."""
         self.finished_steps = 0
         """Transitions in finished trajectories waiting to be taken."""
+        self.finished_rows = 0
+        """``finished_steps`` with each finished trajectory padded to a multiple of
+        ``sequence_length`` (the rows it takes in a memory learner's buffer)."""
         self.episode_returns: list[float] = []
         """Returns of episodes that ended since the last ``pop_episodes``."""
         self.episode_lengths: list[int] = []
@@ -162,6 +168,7 @@ class TrajectoryCollector:
         done, self._done = self._done, []
         self.completed_steps = 0
         self.finished_steps = 0
+        self.finished_rows = 0
         return done
 
     def flush(self) -> list[Trajectory]:
@@ -208,6 +215,7 @@ class TrajectoryCollector:
         """Emits the completed steps of ``track``; a pending step (if any) stays in it."""
         k = len(track.rewards)
         self.finished_steps += k
+        self.finished_rows += -(-k // self.sequence_length) * self.sequence_length
         self._done.append(Trajectory(
             obs=np.stack(track.obs[:k]).astype(np.float32, copy=False),
             actions=np.stack(track.actions[:k]),

@@ -11,7 +11,9 @@ The host keeps a rollout buffer in front of the pure ``PPOLearner``:
   current critic before GAE;
 - ``ready()``: the buffer holds at least ``buffer_size`` agent-steps (ML-Agents' trigger); with
   memory each trajectory counts as padded to whole ``sequence_length`` sequences, as ML-Agents'
-  ``_is_ready_update`` counts its padded update buffer;
+  ``_is_ready_update`` counts its padded update buffer; the actors fill their segments in the
+  same padded rows (``BehaviorPlan.sequence_length``), so that an update comes every
+  ``buffer_size`` padded rows, not every ``buffer_size`` steps;
 - ``train(sync)``: one PPO update on the whole buffer, then each auxiliary update
   (``unity_rl.algorithms.auxiliary.AuxiliaryUpdate``: the learner's reward signals that train,
   then the host's own, e.g. behavioral cloning later) on the same buffer, their metrics merged
@@ -140,7 +142,10 @@ class PPOAlgorithm(Algorithm):
                 shared_critic=self.behavior_cfg.hyperparameters.shared_critic),
             segment_steps=rl.resolve_segment_steps(self.behavior_cfg),
             time_horizon=self.behavior_cfg.time_horizon,
-            cut_at_segment_end=rl.trajectory_cuts == "segment")
+            cut_at_segment_end=rl.trajectory_cuts == "segment",
+            # segments filled in padded rows, as the buffer counts: an update every buffer_size
+            # padded rows, as ML-Agents, not every buffer_size steps (several times as many rows)
+            sequence_length=self.behavior_cfg.network_settings.sequence_length)
 
     def make_host(self, info: BehaviorInfo, ctx: HostContext) -> PPOHost:
         cfg = self.behavior_cfg
