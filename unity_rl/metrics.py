@@ -11,7 +11,8 @@ Contract:
   ``log`` past a multiple of ``summary_freq``, labelled with that multiple,
   ``Environment/Cumulative Reward`` and ``Environment/Episode Length`` are the means of the
   episodes finished in the window and every learner scalar is its mean over the window's logs;
-  ``Environment/Cumulative Reward (last 100)`` is the rolling value. ``close`` writes a last,
+  ``Environment/Cumulative Reward (last 100)`` is the rolling value, and a ``set_stat`` scalar
+  (a lesson number) its most recent value. ``close`` writes a last,
   partial window (labelled with the last step) so that short runs are not empty;
 - learner scalars keep names that already have a section (``"Losses/Value Loss"``); the plain
   names learners tend to return (``policy_loss``, ``learning_rate``, ...) are mapped onto
@@ -113,6 +114,7 @@ class MetricsWriter:
         self._window_lengths: collections.deque[float] = collections.deque(maxlen=RETURN_WINDOW)
         self._tb_episodes: list[tuple[float, float]] = []    # episodes of the TensorBoard window
         self._tb_sums: dict[str, list[float]] = {}           # tag -> [sum, count] in the window
+        self._tb_latest: dict[str, float] = {}               # tag -> most recent (set_stat)
         self._tb_bucket = self.start_step // self.summary_freq
         self._last_step = self.start_step
         self._since_summary: list[float] = []                # returns since the last summary
@@ -224,6 +226,11 @@ class MetricsWriter:
             self._console(agent_steps, now)
         return row
 
+    def set_stat(self, tag: str, value: float) -> None:
+        """A scalar written with its most recent value at every TensorBoard summary
+        (ML-Agents' ``set_stat``: e.g. ``Environment/Lesson Number/<parameter>``)."""
+        self._tb_latest[tag] = float(value)
+
     def _window_scalars(self, scalars: dict, rate: float, lag: float) -> None:
         """Adds one log's scalars to the TensorBoard window's sums."""
         values = {"Environment/Agent Steps Per Second": rate, "Policy/Lag": lag}
@@ -249,6 +256,8 @@ class MetricsWriter:
             tb.add_scalar("Environment/Cumulative Reward (last 100)", self.mean_return, step)
         for tag, (total, count) in self._tb_sums.items():
             tb.add_scalar(tag, total / count, step)
+        for tag, value in self._tb_latest.items():
+            tb.add_scalar(tag, value, step)
         tb.flush()
         self._tb_episodes.clear()
         self._tb_sums.clear()

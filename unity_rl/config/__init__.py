@@ -21,7 +21,8 @@ One format, the one ``mlagents-learn`` reads, so that its users keep their files
                       capture_frame_rate, no_graphics, no_graphics_monitor}
                                     # both load into RunConfig.launch, one LaunchSettings
                                     # (unity_rl/envs/settings.py declares keys and defaults)
-    environment_parameters: {mass: 1.0, scale: {sampler_type: uniform, sampler_parameters: ...}}
+    environment_parameters: {mass: 1.0, scale: {sampler_type: uniform, sampler_parameters: ...},
+                             wall: {curriculum: [{name, value, completion_criteria}, ...]}}
     checkpoint_settings: {run_id, resume, force, results_dir, initialize_from, inference}
     torch_settings: {device}
     debug: false
@@ -61,9 +62,12 @@ from unity_rl.config.sections import (
     SAMPLER_PARAMETERS,
     BehaviorConfig,
     CheckpointConfig,
+    CompletionCriteria,
     ConfigError,
+    Curriculum,
     EnvironmentParameter,
     FrozenMap,
+    Lesson,
     RunConfig,
     TorchConfig,
     UnityRLConfig,
@@ -72,8 +76,8 @@ from unity_rl.envs.settings import LaunchSettings
 
 __all__ = [
     "CONFIG_FILE", "OVERRIDES", "SAMPLER_PARAMETERS", "BehaviorConfig",
-    "CheckpointConfig", "ConfigError", "EnvironmentParameter", "FrozenMap",
-    "LaunchSettings", "RunConfig", "TorchConfig", "UnityRLConfig", "apply_overrides",
+    "CheckpointConfig", "CompletionCriteria", "ConfigError", "Curriculum",
+    "EnvironmentParameter", "FrozenMap", "Lesson", "LaunchSettings", "RunConfig", "TorchConfig", "UnityRLConfig", "apply_overrides",
     "config_to_yaml", "dump_config", "load_config", "parse_config", "select_behavior",
     "write_config",
 ]

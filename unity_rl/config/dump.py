@@ -11,6 +11,7 @@ from unity_rl.config.keys import MEMORY_KEYS, NETWORK_KEYS, hyperparameter_keys
 from unity_rl.config.sections import (
     SAMPLER_PARAMETERS,
     BehaviorConfig,
+    Curriculum,
     EnvironmentParameter,
     RunConfig,
 )
@@ -65,6 +66,19 @@ def _dump_environment_parameter(p: EnvironmentParameter) -> Any:
             "sampler_parameters": {k: _plain(getattr(p, k)) for k in SAMPLER_PARAMETERS[p.sampler_type]}}
 
 
+def _dump_parameter(p: EnvironmentParameter | Curriculum) -> Any:
+    """An ``environment_parameters`` entry: a value, or ``{curriculum: [lesson, ...]}``."""
+    if not isinstance(p, Curriculum):
+        return _dump_environment_parameter(p)
+    lessons = []
+    for lesson in p.lessons:
+        entry = {"name": lesson.name, "value": _dump_environment_parameter(lesson.value)}
+        if lesson.completion_criteria is not None:
+            entry["completion_criteria"] = _dump_section(lesson.completion_criteria)
+        lessons.append(entry)
+    return {"curriculum": lessons}
+
+
 def _dump_section(obj: Any) -> dict:
     return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
 
@@ -85,7 +99,7 @@ def dump_config(cfg: RunConfig) -> dict:
         "behaviors": {name: _dump_behavior(b) for name, b in cfg.behaviors.items()},
         "env_settings": _dump_launch(cfg.launch, ENV_SECTION),
         "engine_settings": _dump_launch(cfg.launch, ENGINE_SECTION),
-        "environment_parameters": {name: _dump_environment_parameter(p)
+        "environment_parameters": {name: _dump_parameter(p)
                                    for name, p in cfg.environment_parameters.items()} or None,
         "checkpoint_settings": _dump_section(cfg.checkpoint_settings),
         "torch_settings": _dump_section(cfg.torch_settings),

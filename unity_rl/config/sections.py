@@ -174,7 +174,7 @@ SAMPLER_PARAMETERS: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class EnvironmentParameter:
-    """One ``environment_parameters`` entry: a constant or a sampler (no curriculum)."""
+    """One ``environment_parameters`` entry or lesson value: a constant or a sampler."""
 
     sampler_type: SamplerType = "constant"
     """'constant', 'uniform', 'gaussian' or 'multirangeuniform'."""
@@ -202,6 +202,72 @@ class EnvironmentParameter:
         check_field(len(self.intervals) >= 1 and all(len(i) == 2 and i[0] <= i[1] for i in self.intervals),
                s, "intervals", "a non-empty list of [min, max] pairs with min <= max", self.intervals)
         check_field(is_int(self.seed), s, "seed", "an int", self.seed)
+
+
+MEASURES = ("reward", "progress")
+"""``completion_criteria.measure`` values (ML-Agents' ``CompletionCriteriaSettings.MeasureType``)."""
+
+
+@dataclass(frozen=True)
+class CompletionCriteria:
+    """A lesson's ``completion_criteria`` (ML-Agents' CompletionCriteriaSettings): when the
+    parameter moves on to its next lesson (``unity_rl.training.curriculum`` applies it)."""
+
+    behavior: str
+    """The trained behavior (config section name) whose progress or returns are measured."""
+    measure: Literal["reward", "progress"] = "reward"
+    """'progress': agent-steps / max_steps of ``behavior``; 'reward': mean episode return."""
+    min_lesson_length: int = 0
+    """Episodes of ``behavior`` that must end in this lesson before it can end."""
+    signal_smoothing: bool = True
+    """measure reward: compare 0.25 * previous smoothed value + 0.75 * mean return."""
+    threshold: float = 0.0
+    """The lesson ends once the measure exceeds it (progress: in [0, 1])."""
+    require_reset: bool = False
+    """Reset every build (every agent's episode cut) when this lesson ends."""
+
+    def __post_init__(self) -> None:
+        s = "completion_criteria"
+        check_field(isinstance(self.behavior, str) and bool(self.behavior), s, "behavior",
+                    "a behavior name", self.behavior)
+        check_field(self.measure in MEASURES, s, "measure", "'reward' or 'progress'", self.measure)
+        check_field(is_int(self.min_lesson_length) and self.min_lesson_length >= 0, s,
+                    "min_lesson_length", "an int >= 0", self.min_lesson_length)
+        check_field(self.measure != "progress" or 0.0 <= self.threshold <= 1.0, s, "threshold",
+                    "in [0, 1] when measure is progress (a fraction of max_steps)", self.threshold)
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """One lesson of a curriculum (ML-Agents' Lesson)."""
+
+    name: str
+    """The lesson's name (logged when it starts)."""
+    value: EnvironmentParameter
+    """The parameter's value during the lesson: a constant or a sampler."""
+    completion_criteria: CompletionCriteria | None = None
+    """When the lesson ends (None: only the last lesson, which never ends)."""
+
+
+@dataclass(frozen=True)
+class Curriculum:
+    """An ``environment_parameters`` entry with ``curriculum``: its lessons, in order."""
+
+    lessons: tuple[Lesson, ...]
+    """The lessons; every one but the last has completion_criteria (the last one's are ignored)."""
+
+    def __post_init__(self) -> None:
+        check_field(len(self.lessons) >= 1, "curriculum", "curriculum", "a non-empty list of lessons",
+                    self.lessons)
+        for lesson in self.lessons[:-1]:
+            check_field(lesson.completion_criteria is not None, "curriculum", "curriculum",
+                        f"lessons that each have completion_criteria but the last "
+                        f"(lesson {lesson.name!r} has none)", lesson.name)
+
+
+def initial_value(parameter: "EnvironmentParameter | Curriculum") -> "EnvironmentParameter":
+    """The value a parameter starts with: itself, or its curriculum's first lesson's value."""
+    return parameter.lessons[0].value if isinstance(parameter, Curriculum) else parameter
 
 
 @dataclass(frozen=True)
@@ -346,7 +412,8 @@ class RunConfig:
     """The YAML sections env_settings (build and its supervision) and engine_settings (sent to
     the builds), loaded into the one launch-settings object (``unity_rl/envs/settings.py``)."""
     environment_parameters: FrozenMap = field(default_factory=FrozenMap)
-    """Parameter name -> EnvironmentParameter, sent through the environment parameters channel."""
+    """Parameter name -> EnvironmentParameter (a constant or a sampler) or Curriculum, sent
+    through the environment parameters channel."""
     checkpoint_settings: CheckpointConfig = field(default_factory=CheckpointConfig)
     """Run folder, resume and force."""
     torch_settings: TorchConfig = field(default_factory=TorchConfig)
@@ -383,9 +450,10 @@ class RunConfig:
 
     def launch_settings(self, log_dir: str | None = None) -> LaunchSettings:
         """The ``LaunchSettings`` every build of this run starts with: ``launch`` with the
-        builds' log folder and ``environment_parameters``."""
+        builds' log folder and ``environment_parameters`` (a curriculum: its first lesson's
+        value; training replaces them with the current lessons', ``training.curriculum``)."""
         if self.launch.env_path is None:
             raise ValueError("env_settings.env_path (--env) is required: the path of a Unity "
                              "build (connecting to the Unity Editor is not supported)")
-        return dataclasses.replace(self.launch, log_dir=log_dir,
-                                   env_parameters=tuple(self.environment_parameters.items()))
+        return dataclasses.replace(self.launch, log_dir=log_dir, env_parameters=tuple(
+            (name, initial_value(p)) for name, p in self.environment_parameters.items()))

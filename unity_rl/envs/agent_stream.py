@@ -186,9 +186,10 @@ class AgentStream:
             out[name] = to_action_tuple(chunk, self.specs[name].action_spec)
         return out
 
-    def set_environment_parameters(self, parameters: Mapping[str, float]) -> None:
-        """Float environment parameters for every build, from its next step on (the scene reads
-        them at its next episode); builds restarted later start with them."""
+    def set_environment_parameters(self, parameters: Mapping[str, Any]) -> None:
+        """Environment parameters (floats or sampler specs) for every build, from its next step
+        or reset on (the scene reads them at its next episode); builds restarted later start
+        with them."""
         self.builds.set_environment_parameters(parameters)
 
     def close(self) -> None:

@@ -17,7 +17,7 @@ import logging
 import queue
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterable, Iterator, Mapping, NamedTuple
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 from mlagents_envs.base_env import ActionTuple, BehaviorSpec, DecisionSteps, TerminalSteps
 from mlagents_envs.exception import (
@@ -126,14 +126,15 @@ class BuildSet:
                 merged.update(env.png_observations)
         return merged
 
-    def set_environment_parameters(self, parameters: Mapping[str, float]) -> None:
-        """Sends float environment parameters to every build (with its next step or reset);
-        a build restarted later is launched with them too."""
+    def set_environment_parameters(self, parameters: Mapping[str, Any]) -> None:
+        """Sends environment parameters (floats or sampler specs, as ``LaunchSettings.
+        env_parameters``) to every build with its next step or reset; a build restarted later
+        is launched with them too."""
         merged = dict(self.settings.env_parameters)
-        merged.update({name: float(value) for name, value in parameters.items()})
+        merged.update(parameters)
         self.settings = dataclasses.replace(self.settings, env_parameters=tuple(merged.items()))
         for b in range(self.num_builds):
-            self.build(b).set_environment_parameters(parameters)
+            self.build(b).set_environment_parameters(parameters, seed=self.seed + b)
 
     def pids(self) -> list[int]:
         return [env.process.pid for env in self._builds if env is not None and env.process]

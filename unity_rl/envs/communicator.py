@@ -34,7 +34,7 @@ from __future__ import annotations
 import queue
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import grpc
 
@@ -213,14 +213,17 @@ class UnityBuild(UnityEnvironment):
         """How long ``receive`` waits for an answer before raising UnityTimeOutException."""
         self._communicator.timeout_wait = seconds
 
-    def set_environment_parameters(self, parameters: Mapping[str, float]) -> None:
-        """Queues float environment parameters on the build's environment-parameters side
-        channel (the one ``launcher`` creates); they travel with the next reset or step."""
+    def set_environment_parameters(self, parameters: Mapping[str, Any], seed: int = 0) -> None:
+        """Queues environment parameters (floats or sampler specs; a sampler seed of -1 takes
+        ``seed``) on the build's environment-parameters side channel (the one ``launcher``
+        creates); they travel with the next reset or step."""
+        from unity_rl.envs.launcher import send_environment_parameter  # launcher imports us
+
         channel = self._side_channel_manager._side_channels_dict.get(ENVIRONMENT_PARAMETERS_ID)
         if channel is None:
             raise RuntimeError("this build was started without an environment-parameters channel")
         for name, value in parameters.items():
-            channel.set_float_parameter(name, float(value))
+            send_environment_parameter(channel, name, value, seed)
 
     def send_reset(self) -> None:
         self._communicator.send(self._generate_reset_input())

@@ -272,6 +272,21 @@ class Actor:
                 raise TypeError(f"actor {self.spec.actor_id}: its stream "
                                 f"({type(self.stream).__name__}) takes no environment parameters")
             setter(dict(control.env_parameters))
+        if control.reset_episodes and self.lanes:
+            self.reset_episodes()
+
+    def reset_episodes(self) -> None:
+        """Resets every build (they read the parameters just sent): as mlagents-learn's reset
+        for ``require_reset``, every agent's open trajectory is dropped and its episode neither
+        ends nor counts; the policies forget the agents' per-agent state."""
+        results = self.stream.reset_all()
+        for name, lane in self.lanes.items():
+            dropped = lane.collector.drop_open()
+            if dropped:
+                lane.policy.episodes_ended(dropped)
+            lane.observe(results[name])
+        logger.info("actor %d: builds reset (a lesson with require_reset ended)",
+                    self.spec.actor_id)
 
     def collect(self, on_step: Callable[[], bool] | None = None) -> Rollout | None:
         """Steps the builds until the collection is complete (see the module doc).

@@ -190,6 +190,16 @@ class TrajectoryCollector:
         self.episode_returns, self.episode_lengths = [], []
         return out
 
+    def drop_open(self) -> list[Hashable]:
+        """Forgets every agent's open trajectory, pending action and episode counters (a reset
+        of the builds cut their episodes: mlagents-learn's ``AgentProcessor.end_episode``);
+        finished trajectories stay to be taken. Returns the agents dropped."""
+        dropped = list(self._tracks)
+        self.completed_steps = max(0, self.completed_steps - sum(
+            len(t.rewards) for t in self._tracks.values()))
+        self._tracks.clear()
+        return dropped
+
     @property
     def num_agents(self) -> int:
         return len(self._tracks)

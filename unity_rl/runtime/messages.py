@@ -157,10 +157,15 @@ class Control(NamedTuple):
     opponent-policy swap (self-play) is meant to be one more field here, applied the same way.
     """
 
-    env_parameters: dict[str, float] | None = None
-    """Environment parameter name -> value, sent to every build through the
+    env_parameters: dict[str, Any] | None = None
+    """Environment parameter name -> a float or a sampler spec (``config.EnvironmentParameter``;
+    what ``envs.launcher.send_environment_parameter`` sends), sent to every build through the
     environment-parameters side channel (read by the scene at its next episode, as
     ``environment_parameters`` of the config at start-up; a restarted build gets them too)."""
+    reset_episodes: bool = False
+    """After the parameters, reset every build: every agent's episode is cut and its open
+    trajectory dropped (mlagents-learn's reset for a lesson with ``require_reset``). A one-off:
+    not part of the control state a re-created actor starts with (its builds start afresh)."""
 
     def updated(self, change: "Control") -> "Control":
         """This control state after ``change`` (parameters merged name by name)."""
@@ -168,7 +173,7 @@ class Control(NamedTuple):
             return self
         params = dict(self.env_parameters or {})
         params.update(change.env_parameters)
-        return self._replace(env_parameters=params)
+        return self._replace(env_parameters=params, reset_episodes=False)
 
 
 class Command(NamedTuple):

@@ -193,7 +193,7 @@ class ActorSupervisor(ActorBackend):
             self._send_weights(slot)
 
     def control(self, change: Control) -> None:
-        self._control = change if self._control is None else self._control.updated(change)
+        self._control = (self._control or Control()).updated(change)  # reset: a one-off
         self._control_changes += 1
         for slot in self._running():  # a starting incarnation gets the state once it is ready
             self._deliver(slot, Command(ToActor.CONTROL, control=change))

@@ -26,6 +26,13 @@ Contract:
   run restarts all behaviors from one consistent moment), the seed and the RNG states; one is
   written when any behavior crosses its ``checkpoint_interval``; ``resume=True`` continues from
   the latest one;
+- environment parameters: the builds start with each parameter's current lesson
+  (``training.curriculum``: sampler seeds as mlagents-learn assigns them); after every round the
+  lessons are checked with the round's episodes and progress, and a change sends every
+  parameter's current value to every actor's builds (``backend.control``; they apply it between
+  collections, a re-created actor starts with it) and, where a finished lesson has
+  ``require_reset``, resets the builds; lesson numbers go to TensorBoard
+  (``Environment/Lesson Number/<parameter>``) and into the checkpoint;
 - Ctrl-C or SIGTERM stops cleanly: actors stopped (builds closed), final checkpoint, final
   policies; ``TrainResult.interrupted`` says so. An actor failure raises ``ActorFailedError``
   naming the actor, after the same clean-up (its checkpoint lets the run be resumed).
@@ -46,9 +53,10 @@ from unity_rl.config import ConfigError, RunConfig
 from unity_rl.runtime.algorithm import Algorithm, HostContext
 from unity_rl.runtime.backend import ActorBackend
 from unity_rl.training.behavior_run import BehaviorRun, output_names
-from unity_rl.runtime.messages import ActorFailedError, ActorInfo, BehaviorInfo
+from unity_rl.runtime.messages import ActorFailedError, ActorInfo, BehaviorInfo, Control
 from unity_rl.interrupts import sigterm_raises
 from unity_rl.runtime.process_state import load_rng_state, rng_state, seed_everything, shielded
+from unity_rl.training.curriculum import Curricula
 from unity_rl.training.wiring import actor_specs, make_algorithms, wire
 
 logger = logging.getLogger(__name__)
@@ -116,7 +124,8 @@ class _Run:
 
     def __init__(self, cfg: RunConfig, run_dir: Path, checkpoints: CheckpointManager,
                  state: dict | None, seed: int, algorithms: dict[str, Algorithm],
-                 default: Algorithm | None, initial: dict | None = None):
+                 default: Algorithm | None, initial: dict | None = None,
+                 curricula: Curricula | None = None):
         self.cfg, self.run_dir = cfg, run_dir
         self.checkpoints = checkpoints
         self.resume_state = state
@@ -126,6 +135,8 @@ class _Run:
         self.seed = seed
         self.algorithms, self.default = algorithms, default
         self.behaviors: dict[str, BehaviorRun] = {}
+        self.curricula = curricula if curricula is not None else Curricula({}, seed)
+        """Each environment parameter's lesson (a plain value: one lesson)."""
         self.ready = False
         """True once every behavior has its host and metrics (the run can be saved)."""
         self.last_checkpoint: Path | None = None
@@ -176,6 +187,7 @@ class _Run:
             run.open_metrics(console, float(entry["wall_seconds"]) if entry else 0.0)
             if entry is not None:
                 run.restore_metrics(entry)
+        self._check_curriculum_behaviors()
         if state is not None:
             load_rng_state(state["rng"])
         self.saved_at = self._steps() if state is not None else None
@@ -183,6 +195,15 @@ class _Run:
         logger.info("training %s", ", ".join(
             f"{b.out_name} ({b.settings.trainer_type}, {b.info.num_agents} agents at reset)"
             for b in self.behaviors.values()))
+
+    def _check_curriculum_behaviors(self) -> None:
+        """Every behavior a completion criterion names is trained in this run."""
+        trained = {name.split("?", 1)[0] for name in self.behaviors}
+        missing = sorted(self.curricula.behaviors - trained)
+        if missing:
+            raise ConfigError(self.cfg.source or "<config>", "environment_parameters", None,
+                              f"a curriculum's completion_criteria name behavior(s) {missing}, "
+                              f"which this run does not train (trained: {sorted(trained)})")
 
     # -- loop -----------------------------------------------------------------------------------
     def loop(self, runner, target_return: float | None) -> None:
@@ -193,6 +214,9 @@ class _Run:
         while not all(b.done for b in self.behaviors.values()):
             round_ = runner.next_update()
             checkpoint_due = False
+            for behavior in self.behaviors.values():  # the lessons the round was collected in
+                for parameter, number in self.curricula.lesson_numbers().items():
+                    behavior.metrics.set_stat(f"Environment/Lesson Number/{parameter}", number)
             for name, part in round_.behaviors.items():
                 behavior = self.behaviors[name]
                 if behavior.done:
@@ -202,12 +226,26 @@ class _Run:
                     runner.finish(name)
                     logger.info("%s reached max_steps (%d agent-steps): it stops training",
                                 behavior.out_name, behavior.agent_steps)
+            if not self.inference:
+                self._update_lessons(round_, runner.backend)
             if checkpoint_due and not self.inference:
                 self.save_checkpoint()
             if target_return is not None and self._reached(target_return):
                 logger.info("every behavior's mean return >= %.2f after %d agent-steps: stopping",
                             target_return, self.agent_steps)
                 break
+
+    def _update_lessons(self, round_, backend: ActorBackend) -> None:
+        """Checks the lessons with the round's episodes (mlagents-learn's
+        ``reset_env_if_ready``); a change goes to every actor's builds."""
+        for name, part in round_.behaviors.items():
+            self.curricula.record_episodes(name.split("?", 1)[0], part.episode_returns)
+        progress = {b.name.split("?", 1)[0]: b.agent_steps / b.settings.max_steps
+                    for b in self.behaviors.values()}
+        result = self.curricula.update(progress)
+        if result.changed:
+            backend.control(Control(env_parameters=self.curricula.values(),
+                                    reset_episodes=result.must_reset))
 
     def _reached(self, target_return: float) -> bool:
         return all(b.metrics.episodes >= 100 and b.metrics.mean_return >= target_return
@@ -224,6 +262,7 @@ class _Run:
             "agent_steps": self.agent_steps,
             "seed": self.seed,
             "rng": rng_state(),
+            "curriculum": self.curricula.state_dict(),
         }
         self.last_checkpoint = self.checkpoints.save(state, self.agent_steps)
         self.saved_at = self._steps()
@@ -280,6 +319,20 @@ def _initial_state(cfg: RunConfig, state: dict | None) -> dict | None:
     return state if ck.inference else None
 
 
+def _curricula(cfg: RunConfig, seed: int, state: dict | None) -> Curricula:
+    """The run's lessons: lesson 0 everywhere, or those of the checkpoint (``--resume``)."""
+    curricula = Curricula(cfg.environment_parameters, seed)
+    if state is not None and "curriculum" in state:
+        try:
+            curricula.load_state_dict(state["curriculum"])
+        except ValueError as err:
+            raise CheckpointError(str(err)) from None
+    for name in curricula.lessons:
+        if len(curricula.lessons[name]) > 1:
+            logger.info("curriculum: %s", curricula.describe(name))
+    return curricula
+
+
 def _load_state(checkpoints: CheckpointManager) -> dict:
     state = checkpoints.load()
     if state.get("format") != CHECKPOINT_FORMAT:
@@ -313,9 +366,12 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
     seed = int(state["seed"]) if state else _resolve_seed(cfg)
     seed_everything(seed)
     torch.set_num_threads(cfg.unity_rl.torch_threads)  # the host owns process-wide torch state
-    run = _Run(cfg, run_dir, checkpoints, state, seed, algorithms, default, initial)
+    ck = cfg.checkpoint_settings  # lessons come back with --resume only (mlagents-learn's)
+    curricula = _curricula(cfg, seed, initial if ck.inference and ck.resume else state)
+    run = _Run(cfg, run_dir, checkpoints, state, seed, algorithms, default, initial, curricula)
     specs = actor_specs(cfg, algorithms, default, run_dir / "run_logs", seed,
-                        int(state["agent_steps"]) if state else 0, actor_env_args)
+                        int(state["agent_steps"]) if state else 0, actor_env_args,
+                        env_parameters=curricula.values())
     backend, runner_for = wire(cfg, specs)
     interrupted: KeyboardInterrupt | None = None
     save_at_end = False  # normal end, Ctrl-C/SIGTERM, or an actor failure: the learners are sound

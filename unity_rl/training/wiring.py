@@ -10,8 +10,9 @@
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -68,8 +69,11 @@ def split_builds(num_builds: int, num_actors: int) -> list[tuple[int, int]]:
 
 def actor_specs(cfg: RunConfig, algorithms: dict[str, Algorithm], default: Algorithm | None,
                 log_dir: Path, seed: int, start_steps: int = 0,
-                actor_env_args: Sequence[Sequence[str]] | None = None) -> list[ActorSpec]:
-    """One ``ActorSpec`` per actor of the run (pickles; backend-independent)."""
+                actor_env_args: Sequence[Sequence[str]] | None = None,
+                env_parameters: Mapping[str, Any] | None = None) -> list[ActorSpec]:
+    """One ``ActorSpec`` per actor of the run (pickles; backend-independent).
+    ``env_parameters``: the values the builds start with (default: the config's, a curriculum
+    at its first lesson; the trainer passes the current lessons')."""
     env, rl = cfg.env_settings, cfg.unity_rl
     if env.env_path is None:
         raise ValueError("env_settings.env_path (--env) is required: the path of a Unity build")
@@ -77,6 +81,8 @@ def actor_specs(cfg: RunConfig, algorithms: dict[str, Algorithm], default: Algor
         raise ValueError(f"actor_env_args has {len(actor_env_args)} entries for "
                          f"{rl.num_actors} actors")
     launch = cfg.launch_settings(str(log_dir))
+    if env_parameters is not None:
+        launch = dataclasses.replace(launch, env_parameters=tuple(env_parameters.items()))
     plans = tuple((name, algorithm.plan()) for name, algorithm in algorithms.items())
     default_plan = default.plan() if default is not None else None
     behaviors = (rl.behavior,) if rl.behavior is not None else (ALL_BEHAVIORS,)
