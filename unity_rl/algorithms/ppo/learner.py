@@ -161,7 +161,9 @@ class PPOLearner:
                                      shared_critic=ppo_cfg.shared_critic).to(self.device)
         # One Adam over every parameter: actor and critic, or (shared_critic) the actor with its
         # value heads, ML-Agents' SharedActorCritic (ppo/optimizer_torch.py).
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=ppo_cfg.learning_rate)
+        # fused: one kernel per step (CPU and CUDA), the same Adam (the reference test holds)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=ppo_cfg.learning_rate,
+                                          fused=self.device.type in ("cpu", "cuda"))
         self.sequence_length = network_cfg.sequence_length
         """L: steps per training sequence (1 without memory)."""
         self.critic_memory: torch.Tensor | None = None
