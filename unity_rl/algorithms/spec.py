@@ -53,8 +53,8 @@ class TrainerTypeSpec:
     policy_loader: str
     """``"module:function"``: ``(state, action_layout, network_cfg) -> torch.nn.Module`` rebuilds
     the deterministic policy of a saved checkpoint entry or ``<Behavior>.pt`` (evaluate, ONNX)."""
-    default_segment_steps: Callable[[Any, int], int]
-    """``(hyperparameters, num_actors) -> agent-steps per actor segment`` when
+    default_segment_steps: Callable[[Any, int, int], int]
+    """``(hyperparameters, num_actors, time_horizon) -> agent-steps per actor segment`` when
     ``unity_rl.segment_steps`` is not set."""
     off_values: Mapping[str, tuple] = field(default_factory=dict)
     """ML-Agents hyperparameter keys this type does not implement, accepted only with the values

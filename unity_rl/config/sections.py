@@ -382,7 +382,8 @@ class UnityRLConfig:
         if self.segment_steps is not None:
             return self.segment_steps
         spec = trainer_type(behavior.trainer_type)
-        return spec.default_segment_steps(behavior.hyperparameters, self.num_actors)
+        return spec.default_segment_steps(behavior.hyperparameters, self.num_actors,
+                                          behavior.time_horizon)
 
 
 def known_quirk_fixes() -> set[str]:

@@ -22,5 +22,5 @@ SPEC = TrainerTypeSpec(
     yaml_keys={f.name: f.name for f in dataclasses.fields(DDPGConfig) if f.name != "gamma"},
     algorithm="unity_rl.algorithms.ddpg.host:DDPGAlgorithm",
     policy_loader="unity_rl.algorithms.ddpg.export:load_policy_module",
-    default_segment_steps=lambda hp, num_actors: SEGMENT_STEPS,
+    default_segment_steps=lambda hp, num_actors, time_horizon=0: SEGMENT_STEPS,
 )

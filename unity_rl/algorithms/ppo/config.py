@@ -95,6 +95,6 @@ def fill_defaults(raw: dict) -> dict:
     return raw
 
 
-def default_segment_steps(hp: PPOConfig, num_actors: int) -> int:
+def default_segment_steps(hp: PPOConfig, num_actors: int, time_horizon: int = 0) -> int:
     """One buffer per round across the actors: buffer_size / num_actors, rounded up."""
     return -(-hp.buffer_size // num_actors)

@@ -7,7 +7,7 @@ ML-Agents builds them), ``learner.py`` (SACLearner: ML-Agents' update), ``acting
 actors' policy), ``host.py`` (``SACAlgorithm``), ``export.py`` (saved policy -> module for
 evaluate and ONNX).
 """
-from unity_rl.algorithms.sac.config import QUIRK_FIXES, SAC_KEYS, SEGMENT_STEPS, SACConfig
+from unity_rl.algorithms.sac.config import QUIRK_FIXES, SAC_KEYS, SACConfig, default_segment_steps
 from unity_rl.algorithms.spec import TrainerTypeSpec
 
 SPEC = TrainerTypeSpec(
@@ -16,7 +16,7 @@ SPEC = TrainerTypeSpec(
     yaml_keys=SAC_KEYS,
     algorithm="unity_rl.algorithms.sac.host:SACAlgorithm",
     policy_loader="unity_rl.algorithms.sac.export:load_policy_module",
-    default_segment_steps=lambda hp, num_actors: SEGMENT_STEPS,
+    default_segment_steps=default_segment_steps,
     from_elsewhere=("max_steps",),
     quirk_fixes=QUIRK_FIXES,
 )

@@ -127,4 +127,12 @@ QUIRK_FIXES: dict[str, tuple[str, object]] = {
 (TRAINERS.md §10) that a run may fix; without the entry SAC does what ML-Agents does."""
 
 SEGMENT_STEPS = 256
-"""Agent-steps per actor segment unless ``unity_rl.segment_steps`` says otherwise."""
+"""Most agent-steps per actor segment unless ``unity_rl.segment_steps`` says otherwise."""
+
+
+def default_segment_steps(hp: SACConfig, num_actors: int, time_horizon: int = SEGMENT_STEPS) -> int:
+    """min(256, time_horizon) / num_actors (rounded up): the learner sees new data at least as
+    often as ML-Agents' SAC, which updates whenever a trajectory (≤ time_horizon steps) arrives.
+    Short horizons (Basic: 10) thus sync every few steps; long ones every 256."""
+    del hp
+    return max(1, -(-min(SEGMENT_STEPS, int(time_horizon) or SEGMENT_STEPS) // num_actors))
