@@ -175,6 +175,22 @@ def print_table(rows: list[dict]) -> None:
     print(f"\n{loads} of {len(rows)} configs load; {ran} ran through an update on a stand-in")
 
 
+def markdown_table(rows: list[dict]) -> str:
+    """The rows as docs/zoo.md's table (``python benchmarks/zoo.py --markdown-from zoo.json``)."""
+    out = ["| config | stand-in | loads | one update | s | refusal (verbatim, shortened) |",
+           "|---|---|---|---|---:|---|"]
+    for r in rows:
+        run = r.get("run") or {}
+        update = "-" if not run else ("yes" if run["exit_code"] == 0 and run["behaviors_updated"]
+                                      else "NO")
+        note = (r.get("refusal") or r.get("note") or "").split(": section ", 1)[-1]
+        note = ("section " + note if r.get("refusal") else note).replace("|", "/")
+        note = note if len(note) <= 150 else note[:147] + "..."
+        out.append(f"| `{r['config']}` | {r['scene'] or '?'} | {'yes' if r['loads'] else 'no'} "
+                   f"| {update} | {run.get('seconds', '')} | {note} |")
+    return "\n".join(out)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--configs-dir", type=Path,
@@ -191,7 +207,12 @@ def main(argv=None) -> None:
     ap.add_argument("--mlagents-venv", type=Path, default=REPO / ".mlagents_learn" / "venv")
     ap.add_argument("--unity-rl-args", default="")
     ap.add_argument("--out", type=Path, default=RESULTS / "zoo.json")
+    ap.add_argument("--markdown-from", type=Path,
+                    help="print the docs/zoo.md table of a results JSON and stop")
     args = ap.parse_args(argv)
+    if args.markdown_from is not None:
+        print(markdown_table(json.loads(args.markdown_from.read_text())["rows"]))
+        return
     configs_dir = args.configs_dir.resolve()
     if not (configs_dir / "ppo").is_dir():
         sys.exit(f"{configs_dir} holds no ppo/ folder of Unity's example configs: point "

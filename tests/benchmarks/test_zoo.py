@@ -41,3 +41,15 @@ def test_zoo_configs_lists_the_four_folders(tmp_path):
         (tmp_path / sub / "A.yaml").write_text("behaviors: {}\n")
     assert zoo.zoo_configs(tmp_path) == ["imitation/A.yaml", "poca/A.yaml", "ppo/A.yaml",
                                          "sac/A.yaml"]
+
+
+def test_markdown_table_has_a_row_per_config_and_shortens_refusals():
+    rows = [{"config": "ppo/Basic.yaml", "scene": "Basic", "loads": True,
+             "run": {"exit_code": 0, "behaviors_updated": True, "seconds": 12.5}},
+            {"config": "poca/X.yaml", "scene": None, "loads": False,
+             "refusal": "<configs>/poca/X.yaml: section 'behaviors.X', key 'trainer_type': " + "x" * 300}]
+    lines = zoo.markdown_table(rows).splitlines()
+    assert len(lines) == 4
+    assert lines[2] == "| `ppo/Basic.yaml` | Basic | yes | yes | 12.5 |  |"
+    assert lines[3].startswith("| `poca/X.yaml` | ? | no | - |  | section 'behaviors.X', key")
+    assert lines[3].endswith("... |") and "<configs>" not in lines[3]
