@@ -61,6 +61,8 @@ TARGETS: dict[str, dict[str, float]] = {
     "ppo/Basic.yaml": {"Basic": 0.9},
     "ppo/GridWorld.yaml": {"GridWorld": 0.8},
     "sac/3DBall.yaml": {"3DBall": 95.0},
+    "sac/Basic.yaml": {"Basic": 0.9},
+    "ppo/Hallway.yaml": {"Hallway": 0.9},
 }
 """Config -> behavior -> mean return of a summary window that counts as solved. A target is set
 only where mlagents-learn with Unity's config reaches it within a few minutes here (the figure it
