@@ -23,8 +23,8 @@ from unity_rl.config import (
 )
 from unity_rl.training.curriculum import Curricula, need_increment
 
-MLAGENTS_CONFIGS = Path(__file__).resolve().parents[2] / "shared" / "mlagents_learn" / "configs"
-SHARED_CONFIGS = Path("/work/shared/mlagents_learn/configs")
+UNITY_CONFIGS = Path(__file__).resolve().parent / "fixtures" / "mlagents_configs"
+"""Copies of Unity's example configs (tests/fixtures/mlagents_configs/README.md)."""
 
 BASE = """\
 behaviors:
@@ -63,15 +63,8 @@ def lessons(*specs) -> Curriculum:
 # config
 # ----------------------------------------------------------------------------------------------
 
-def shared_config(name: str) -> Path:
-    for root in (MLAGENTS_CONFIGS, SHARED_CONFIGS):
-        if (root / name).exists():
-            return root / name
-    pytest.skip(f"{name} is not in the shared mlagents_learn configs")
-
-
 def test_walljump_curriculum_config_loads_unchanged():
-    cfg = load_config(shared_config("ppo/WallJump_curriculum.yaml"))
+    cfg = load_config(UNITY_CONFIGS / "ppo" / "WallJump_curriculum.yaml")
     big, small = cfg.environment_parameters["big_wall_height"], cfg.environment_parameters["small_wall_height"]
     assert [lesson.name for lesson in big.lessons] == ["Lesson0", "Lesson1", "Lesson2", "Lesson3"]
     assert (big.lessons[0].value.sampler_type, big.lessons[0].value.max_value) == ("uniform", 4.0)
