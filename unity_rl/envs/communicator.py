@@ -217,8 +217,6 @@ class UnityBuild(UnityEnvironment):
         """Queues environment parameters (floats or sampler specs; a sampler seed of -1 takes
         ``seed``) on the build's environment-parameters side channel (the one ``launcher``
         creates); they travel with the next reset or step."""
-        from unity_rl.envs.launcher import send_environment_parameter  # launcher imports us
-
         channel = self._side_channel_manager._side_channels_dict.get(ENVIRONMENT_PARAMETERS_ID)
         if channel is None:
             raise RuntimeError("this build was started without an environment-parameters channel")
@@ -262,3 +260,23 @@ class UnityBuild(UnityEnvironment):
     def check_alive(self) -> None:
         """Raises UnityEnvironmentException if the build's process has exited."""
         self._poll_process()
+
+
+def send_environment_parameter(channel: EnvironmentParametersChannel, name: str, value: Any,
+                               seed: int) -> None:
+    """Queues one environment parameter (a float, or a sampler spec) on ``channel``."""
+    kind = getattr(value, "sampler_type", "constant")
+    sampler_seed = getattr(value, "seed", -1)
+    sampler_seed = seed if sampler_seed is None or sampler_seed < 0 else sampler_seed
+    if kind == "constant":
+        channel.set_float_parameter(name, float(getattr(value, "value", value)))
+    elif kind == "uniform":
+        channel.set_uniform_sampler_parameters(name, value.min_value, value.max_value,
+                                               sampler_seed)
+    elif kind == "gaussian":
+        channel.set_gaussian_sampler_parameters(name, value.mean, value.st_dev, sampler_seed)
+    elif kind == "multirangeuniform":
+        channel.set_multirangeuniform_sampler_parameters(
+            name, [list(i) for i in value.intervals], sampler_seed)
+    else:
+        raise ValueError(f"environment parameter '{name}': unknown sampler_type {kind!r}")

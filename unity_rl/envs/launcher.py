@@ -29,7 +29,7 @@ from mlagents_envs.side_channel.environment_parameters_channel import (
     EnvironmentParametersChannel,
 )
 
-from unity_rl.envs.communicator import UnityBuild
+from unity_rl.envs.communicator import UnityBuild, send_environment_parameter  # noqa: F401 - re-exported
 from unity_rl.envs.ports import acquire_port_lock, check_port_free
 from unity_rl.envs.settings import DEFAULTS, LaunchSettings  # noqa: F401 - re-exported
 from unity_rl.errors import UserError
@@ -183,26 +183,6 @@ def _start(settings: LaunchSettings, executable: str, build: int, worker_id: int
         ) from err
     env.set_answer_timeout(settings.answer_timeout)
     return env
-
-
-def send_environment_parameter(channel: EnvironmentParametersChannel, name: str, value: Any,
-                               seed: int) -> None:
-    """Queues one environment parameter (a float, or a sampler spec) on ``channel``."""
-    kind = getattr(value, "sampler_type", "constant")
-    sampler_seed = getattr(value, "seed", -1)
-    sampler_seed = seed if sampler_seed is None or sampler_seed < 0 else sampler_seed
-    if kind == "constant":
-        channel.set_float_parameter(name, float(getattr(value, "value", value)))
-    elif kind == "uniform":
-        channel.set_uniform_sampler_parameters(name, value.min_value, value.max_value,
-                                               sampler_seed)
-    elif kind == "gaussian":
-        channel.set_gaussian_sampler_parameters(name, value.mean, value.st_dev, sampler_seed)
-    elif kind == "multirangeuniform":
-        channel.set_multirangeuniform_sampler_parameters(
-            name, [list(i) for i in value.intervals], sampler_seed)
-    else:
-        raise ValueError(f"environment parameter '{name}': unknown sampler_type {kind!r}")
 
 
 def stop_build(env: UnityBuild, grace_s: float = 5.0) -> None:

@@ -159,7 +159,7 @@ class Control(NamedTuple):
 
     env_parameters: dict[str, Any] | None = None
     """Environment parameter name -> a float or a sampler spec (``config.EnvironmentParameter``;
-    what ``envs.launcher.send_environment_parameter`` sends), sent to every build through the
+    what ``envs.communicator.send_environment_parameter`` sends), sent to every build through the
     environment-parameters side channel (read by the scene at its next episode, as
     ``environment_parameters`` of the config at start-up; a restarted build gets them too)."""
     reset_episodes: bool = False

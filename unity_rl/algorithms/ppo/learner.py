@@ -65,6 +65,11 @@ Memory (``network_settings.memory``; ML-Agents 1.1.0, ``../shared/mlagents_learn
 - the advantages are normalised over the padded buffer, padded rows counting as 0 (ML-Agents'
   quirk §10.10; it changes the scale of the advantages a little, weight for weight as ML-Agents).
 There are no project-only variants (docs/ppo.md says which were removed and why).
+
+Size (about 500 lines): ``prepare`` (values, GAE, sequences) and ``optimise`` (the epochs) are the
+one update, kept beside the state they share (normaliser, critic-memory carry, schedules); the
+memory half (``_values_by_sequence``, ``_sequence_batch``) is the next thing to move out, to
+``algorithms/sequences.py``, once SAC needs sequences too.
 """
 from __future__ import annotations
 

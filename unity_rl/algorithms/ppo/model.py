@@ -27,6 +27,9 @@ Architecture (``arch``, which travels with the weights): ML-Agents 1.1.0's netwo
 Learners always build it (``DEFAULT_ARCH``). The "tanh"/"orthogonal"/"unit" network of the
 project's earlier versions is kept only so that weights saved by them (``LEGACY_ARCH`` when no
 ``arch`` is recorded, or the ``arch`` they record) still load for acting, evaluate and export.
+
+Size (about 410 lines): the network, its LSTM variant and the export module share one state-dict
+layout; they change together.
 """
 from __future__ import annotations
 
