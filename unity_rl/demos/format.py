@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from unity_rl.envs.protocol import varint
 from unity_rl.errors import UserError
 
 INITIAL_POS = 33
@@ -86,16 +87,6 @@ def _protos():
     from mlagents_envs.communicator_objects.demonstration_meta_pb2 import DemonstrationMetaProto
 
     return DemonstrationMetaProto, BrainParametersProto, AgentInfoActionPairProto
-
-
-def varint(value: int) -> bytes:
-    """The protobuf base-128 encoding of a non-negative int."""
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def delimited(message) -> bytes:

@@ -71,7 +71,6 @@ class SACLearner:
                  reward_signals: Sequence[RewardSignalConfig] = EXTRINSIC_ONLY,
                  device: str = "cpu", seed: int | None = None, goal_indices: Sequence[int] = ()):
         self.cfg = cfg
-        self.network = network
         self.layout = ObservationLayout(obs_shapes)
         self.obs_shapes = self.layout.obs_shapes
         self.continuous_size, self.discrete_branches = action_parts(action_spec)
@@ -314,6 +313,7 @@ class SACLearner:
             "generator": self.generator.get_state(),
             "updates": self.updates, "agent_steps": self.agent_steps,
             "obs_shapes": self.obs_shapes, "goal_indices": self.goal_indices,
+            "squash_deterministic": self.cfg.deterministic_squash,
             "reward_signals": {s.name: s.state_dict() for s in self.reward_signals},
         })
 
