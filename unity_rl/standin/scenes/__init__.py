@@ -30,6 +30,10 @@ Collector      (PNG) + frozen flag 1, 3 continuous + [2]
 Hallway        ``Hallway?team=0``: stacked rays 105 (3 stacks) +   17      6         3000
                stacked StepCount/MaxStep 3, 1 branch of 5;
                the cue is seen only at the first decision
+PushBlock-     ``PushBlockCollab?team=0``: grid 6x20x20 (PNG) +   12      5         0 (group
+Collab         RB 10, 1 branch of 7; 4 groups of 3              (4x3)             5000)
+DungeonEscape  ``DungeonEscape?team=0``: RB 10 + stacked rays   36      5         0 (group
+               360 + key 1, 1 branch of 7; 12 groups of 3       (12x3)            15000)
 Mock           from ``--standin-spec JSON_OR_PATH`` (unity_rl.testing, docs/testing.md)
 =============  ===============================================  ======  ========  ========
 
@@ -56,6 +60,7 @@ from unity_rl.standin.scenes.visual_3dball import Visual3DBallModel
 # zoo (part B): Unity's Crawler, Walker, Worm, PushBlock, WallJump, Match3 (docs/zoo.md)
 from unity_rl.standin.scenes.blocks import PushBlockModel, WallJumpModel  # noqa: E402
 from unity_rl.standin.scenes.hallway import HallwayModel  # noqa: E402
+from unity_rl.standin.scenes.collab import DungeonEscapeModel, PushBlockCollabModel  # noqa: E402
 from unity_rl.standin.scenes.locomotion import CrawlerModel, WalkerModel, WormModel  # noqa: E402
 from unity_rl.standin.scenes.match3 import (  # noqa: E402
     Match3Model,
@@ -104,6 +109,9 @@ SCENES.update({
     ),
     # a T-maze whose cue is seen only at the first decision: the task needs memory (hallway.py)
     "Hallway": (BehaviorDef("Hallway?team=0", HallwayModel, 17, 6, 3000),),
+    # cooperative: one SimpleMultiAgentGroup per area, group rewards (collab.py)
+    "PushBlockCollab": (BehaviorDef("PushBlockCollab?team=0", PushBlockCollabModel, 12, 5, 0),),
+    "DungeonEscape": (BehaviorDef("DungeonEscape?team=0", DungeonEscapeModel, 36, 5, 0),),
 })
 
 __all__ = ["SCENES", "BehaviorDef"]
