@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from unity_rl.standin.options import OptionError
 from unity_rl.standin.scenes.base import BehaviorSpecDef
 from unity_rl.standin.scenes.sensor_kit import cast_rays, onehot_planes_png, ray_angles
 from unity_rl.standin.scenes.stacking import VectorStack, stacked_name
@@ -69,7 +70,9 @@ class _GroupAreas:
     def __init__(self, n: int, rng: np.random.Generator, params: EnvironmentParameters,
                  opts=None):
         if n % self.per_area:
-            raise ValueError(f"{type(self).__name__} needs a multiple of {self.per_area} agents")
+            raise OptionError(f"--standin-agents: {type(self).__name__} has groups of "
+                              f"{self.per_area}, so it needs a multiple of {self.per_area} agents, "
+                              f"got {n}")
         self.rng, self.params = rng, params
         self.n, self.areas = n, n // self.per_area
         self.area = np.arange(n) // self.per_area
