@@ -8,8 +8,8 @@ from mlagents_envs.base_env import ActionTuple
 from unity_rl.standin.academy import Academy
 from unity_rl.standin.options import PlayerOptions
 from unity_rl.standin.scenes import SCENES
-from unity_rl.standin.scenes.collab import (DRAGON_EVERY, DungeonEscapeModel,
-                                            PushBlockCollabModel)
+from unity_rl.standin.scenes.collab import PushBlockCollabModel
+from unity_rl.standin.scenes.dungeon_escape import DungeonEscapeModel
 from unity_rl.standin.side_channels import EnvironmentParameters
 
 
