@@ -76,7 +76,10 @@ def print_table(summary: dict) -> None:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--scenes", nargs="+", default=["3DBall", "3DBallShipped"], choices=list(race.SCENES))
+    ap.add_argument("--scenes", nargs="*", default=["3DBall", "3DBallShipped"], choices=list(race.SCENES))
+    ap.add_argument("--configs", nargs="*", default=[], metavar="NAME=FILE",
+                    help="more rows: a config FILE (under --configs-dir, or configs/... of this repo) "
+                         "on the 3DBall stand-in, target 95, named NAME")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1, help="seed of the first run; run i: seed + i")
     ap.add_argument("--num-envs", type=int, default=2)
@@ -90,8 +93,11 @@ def main(argv=None) -> None:
     args.stop_at_target, args.max_steps = False, None  # one_run reads these
     tmp = Path(tempfile.mkdtemp(prefix="config_seeds_"))
     jobs = []
-    for scene_name in args.scenes:
-        scene = race.SCENES[scene_name]
+    rows = {name: race.SCENES[name] for name in args.scenes}
+    for spec in args.configs:
+        name, _, file = spec.partition("=")
+        rows[name] = race.Scene("3DBall", (file,), {"3DBall": 95.0}, tools=("unity-rl",))
+    for scene_name, scene in rows.items():
         config, _ = race.make_config(args.configs_dir, scene.configs, None, tmp)
         for i in range(args.seeds):
             jobs.append((scene_name, scene, config, args.seed + i))
