@@ -32,10 +32,12 @@ docs/ppo.md), each choice read in its source (``mlagents/trainers/...``):
   ``obs`` and ``last_obs`` computed with the current critic before GAE (ML-Agents'
   ``_process_trajectory`` calls ``get_trajectory_value_estimates`` with the critic of the moment,
   which is the pre-update critic of this buffer);
-- per signal k: rewards r_k = provider.rewards(trajectory) · strength_k, GAE with that signal's
-  γ_k; the policy's advantage is the **mean** of the signals' advantages and each head regresses
-  on its own returns (``ppo/trainer.py`` ``_process_trajectory``); the value loss is the mean over
-  heads (``trust_region_value_loss``);
+- per signal k: rewards r_k = provider.rewards(trajectory's rows) · strength_k, GAE with that
+  signal's γ_k; the policy's advantage is the **mean** of the signals' advantages and each head
+  regresses on its own returns (``ppo/trainer.py`` ``_process_trajectory``); the value loss is the
+  mean over heads (``trust_region_value_loss``); learned signals (curiosity, RND) take one step
+  of their own optimiser on each minibatch right after its PPO step (``update_reward_signals``;
+  ``reward_signals/base.py``);
 - advantages normalised once over the whole buffer (``on_policy_trainer._update_policy``), then
   ``num_epoch`` passes of ``len // batch_size`` minibatches of exactly ``batch_size`` rows, the
   remainder dropped (``buffer.make_mini_batch``);
@@ -66,7 +68,7 @@ Memory (``network_settings.memory``; ML-Agents 1.1.0, ``../shared/mlagents_learn
   quirk §10.10; it changes the scale of the advantages a little, weight for weight as ML-Agents).
 There are no project-only variants (docs/ppo.md says which were removed and why).
 
-Size (about 500 lines): ``prepare`` (values, GAE, sequences) and ``optimise`` (the epochs) are the
+Size (about 560 lines): ``prepare`` (values, GAE, sequences) and ``optimise`` (the epochs) are the
 one update, kept beside the state they share (normaliser, critic-memory carry, schedules); the
 memory half (``_values_by_sequence``, ``_sequence_batch``) is the next thing to move out, to
 ``algorithms/sequences.py``, once SAC needs sequences too.
