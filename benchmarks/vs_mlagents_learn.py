@@ -87,7 +87,7 @@ SCENES = {
     "Pyramids": Scene("Pyramids", ("ppo/Pyramids.yaml",), {"Pyramids": 1.75}),
     "PyramidsRND": Scene("Pyramids", ("ppo/PyramidsRND.yaml",), {"Pyramids": 1.75}),
     "PyramidsExtrinsic": Scene("Pyramids", ("configs/ppo/pyramids_extrinsic.yaml",),
-                               {"Pyramids": 1.75}),
+                               {"Pyramids": 1.75}, tools=("unity-rl",)),
     # the project's shipped 3DBall config (a path under the repository), unity-rl only
     "3DBallShipped": Scene("3DBall", ("configs/ppo/3dball.yaml",), {"3DBall": 95.0},
                            tools=("unity-rl",)),
