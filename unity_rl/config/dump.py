@@ -56,6 +56,8 @@ def _dump_behavior(b: BehaviorConfig) -> dict:
         "keep_checkpoints": b.keep_checkpoints,
         "even_checkpoints": b.even_checkpoints,
         "threaded": b.threaded,
+        "behavioral_cloning": (None if b.behavioral_cloning is None
+                               else _dump_section(b.behavioral_cloning)),
     }
 
 

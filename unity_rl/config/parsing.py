@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from unity_rl.algorithms.imitation.config import BC_KEYS, BehavioralCloningConfig
 from unity_rl.algorithms.network_config import MemoryConfig, NetworkConfig
 from unity_rl.algorithms.registry import MLAGENTS_TRAINER_TYPES, trainer_type_names
 from unity_rl.algorithms.registry import trainer_type as trainer_type_spec
@@ -146,7 +147,7 @@ def _parse_behavior(raw: Any, where: Where) -> BehaviorConfig:
             raise where.error("trainer_type", f"'{name}' {NOT_SUPPORTED}; accepted: {accepted}")
         raise where.error("trainer_type", f"unknown trainer type {name!r}; accepted: {accepted}")
     spec = trainer_type_spec(name)
-    subsections = ("hyperparameters", "network_settings", "reward_signals")
+    subsections = ("hyperparameters", "network_settings", "reward_signals", "behavioral_cloning")
     kwargs = _read_keys(raw, BehaviorConfig, BEHAVIOR_KEYS, where, UNSUPPORTED["behavior"], skip=subsections)
     trainer_type = kwargs.get("trainer_type", BehaviorConfig.trainer_type)
 
@@ -180,7 +181,24 @@ def _parse_behavior(raw: Any, where: Where) -> BehaviorConfig:
     kwargs["network_settings"] = _parse_network(raw.get("network_settings"), where.child("network_settings"))
     _check_memory(trainer_type, kwargs["hyperparameters"], kwargs["network_settings"], where)
     kwargs["reward_signals"] = signals
+    if raw.get("behavioral_cloning") is not None:
+        kwargs["behavioral_cloning"] = _parse_behavioral_cloning(
+            raw["behavioral_cloning"], where.child("behavioral_cloning"), trainer_type, spec)
     return _build(BehaviorConfig, kwargs, where, BEHAVIOR_KEYS, {"reward_signals": (rs_where, None)})
+
+
+def _parse_behavioral_cloning(raw: Any, where: Where, trainer_type: str,
+                              spec: Any) -> BehavioralCloningConfig:
+    """``behavioral_cloning`` (ML-Agents' ``BehavioralCloningSettings``); ``demo_path`` required."""
+    if not spec.behavioral_cloning:
+        raise where.error(None, f"behavioral cloning is not available for trainer_type "
+                                f"{trainer_type!r} (ML-Agents has it for ppo, sac and poca); "
+                                "remove the section")
+    raw = _mapping(raw, where)
+    if "demo_path" not in raw:
+        raise where.error("demo_path", "missing: the .demo file (or directory of them) to clone")
+    kwargs = _read_keys(raw, BehavioralCloningConfig, BC_KEYS, where)
+    return _build(BehavioralCloningConfig, kwargs, where, BC_KEYS)
 
 
 def _parse_environment_parameter(raw: Any, where: Where, name: str
