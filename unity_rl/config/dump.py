@@ -46,7 +46,9 @@ def _dump_behavior(b: BehaviorConfig) -> dict:
         "trainer_type": b.trainer_type,
         "hyperparameters": {key: _plain(getattr(hp, f)) for key, f in hp_keys.items()},
         "network_settings": _network(b.network_settings),
-        "reward_signals": {s.name: {"gamma": s.gamma, "strength": s.strength,
+        "reward_signals": {s.name: {**{f.name: _plain(getattr(s, f.name))
+                                       for f in dataclasses.fields(s)
+                                       if f.name not in ("name", "network_settings")},
                                     "network_settings": _network(s.network_settings)}
                            for s in b.reward_signals},
         "max_steps": b.max_steps,

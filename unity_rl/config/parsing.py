@@ -20,7 +20,7 @@ from unity_rl.algorithms.imitation.config import BC_KEYS, BehavioralCloningConfi
 from unity_rl.algorithms.network_config import MemoryConfig, NetworkConfig
 from unity_rl.algorithms.registry import MLAGENTS_TRAINER_TYPES, trainer_type_names
 from unity_rl.algorithms.registry import trainer_type as trainer_type_spec
-from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
+from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig, settings_class
 from unity_rl.algorithms.reward_signals.registry import MLAGENTS_REWARD_SIGNALS, reward_signal_names
 from unity_rl.config.keys import (
     BEHAVIOR_KEYS,
@@ -101,8 +101,15 @@ def _check_memory(trainer_type: str, hyperparameters: Any, network: NetworkConfi
 
 
 REWARD_SIGNAL_KEYS = {"gamma": "gamma", "strength": "strength"}
-"""YAML keys of one ``reward_signals.<name>`` entry besides ``network_settings`` (ML-Agents'
-``RewardSignalSettings``; learned signals will add their own)."""
+"""YAML keys of every ``reward_signals.<name>`` entry besides ``network_settings`` (ML-Agents'
+``RewardSignalSettings``); a signal's settings class adds its own (``signal_keys``)."""
+
+
+def signal_keys(cls: type) -> dict[str, str]:
+    """YAML key -> field of a reward signal's settings class: its fields but name and
+    network_settings."""
+    return {f.name: f.name for f in dataclasses.fields(cls)
+            if f.name not in ("name", "network_settings")}
 
 
 def _parse_reward_signals(raw: Any, where: Where) -> tuple[RewardSignalConfig, ...]:
@@ -121,14 +128,19 @@ def _parse_reward_signals(raw: Any, where: Where) -> tuple[RewardSignalConfig, .
             raise where.error(name, f"unknown reward signal. Accepted keys: {accepted}")
         here = where.child(name)
         entry = _mapping(value, here)
-        kwargs = _read_keys(entry, RewardSignalConfig, REWARD_SIGNAL_KEYS, here, skip=("network_settings",))
+        cls = settings_class(name)
+        keys = signal_keys(cls)
+        kwargs = _read_keys(entry, cls, keys, here, skip=("network_settings",))
         network = _parse_network(entry.get("network_settings"), here.child("network_settings"))
+        if kwargs.get("encoding_size") is not None and entry.get("network_settings") is None:
+            # ML-Agents: the deprecated encoding_size is the hidden size without network_settings
+            network = dataclasses.replace(network, hidden_units=kwargs["encoding_size"])
         if network.memory is not None:  # ML-Agents strips it from reward signals (with a warning)
             logger.warning("%s.network_settings: memory is ignored for reward signals (as "
                            "mlagents-learn does)", here.section)
             network = dataclasses.replace(network, memory=None)
         kwargs["network_settings"] = network
-        signals.append(_build(RewardSignalConfig, {"name": name, **kwargs}, here, REWARD_SIGNAL_KEYS))
+        signals.append(_build(cls, {"name": name, **kwargs}, here, keys))
     if not signals:
         raise where.error("extrinsic", "missing: reward_signals needs at least one signal (ML-Agents' default: extrinsic)")
     return tuple(signals)

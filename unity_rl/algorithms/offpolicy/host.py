@@ -175,6 +175,7 @@ class OffPolicyHost:
                     sums[key] = sums.get(key, 0.0) + value
                 done += 1
         metrics = {key: value / done for key, value in sums.items()}
+        metrics.update(self._train_reward_signals())
         learning_steps = max(0, self.agent_steps - cfg.warmup_steps)
         metrics.update({
             "Policy/Updates": float(self.updates),
@@ -184,6 +185,21 @@ class OffPolicyHost:
             "Runtime/Update Backlog": float(self.updates_owed()),
         })
         return metrics
+
+    def _train_reward_signals(self) -> dict[str, float]:
+        """The learner's learned reward signals (if it has any), on minibatches of their own at
+        their own rate (SAC: ``reward_signal_steps_per_update``, after the policy updates, as
+        ML-Agents' ``_update_reward_signals``); their mean metrics."""
+        owed = getattr(self.learner, "reward_signal_updates_owed", None)
+        if owed is None or len(self.replay) < self.cfg.min_replay_rows():
+            return {}
+        sums: dict[str, float] = {}
+        count = owed()
+        for _ in range(count):
+            for key, value in self.learner.update_reward_signals(
+                    self.replay.sample(self.cfg.batch_size)).items():
+                sums[key] = sums.get(key, 0.0) + value
+        return {key: value / count for key, value in sums.items()}
 
     # -- checkpoints ----------------------------------------------------------------------------
     def state_dict(self) -> dict:

@@ -14,10 +14,11 @@ The host keeps a rollout buffer in front of the pure ``PPOLearner``:
   ``_is_ready_update`` counts its padded update buffer; the actors fill their segments in the
   same padded rows (``BehaviorPlan.sequence_length``), so that an update comes every
   ``buffer_size`` padded rows, not every ``buffer_size`` steps;
-- ``train(sync)``: one PPO update on the whole buffer, then each auxiliary update
-  (``unity_rl.algorithms.auxiliary.AuxiliaryUpdate``: the learner's reward signals that train,
-  then the host's own: behavioral cloning, ``ppo/imitation.py``) on the same buffer, their metrics merged
-  into the update's; then the version moves on. The learner gets the agent-steps *collected* so
+- ``train(sync)``: one PPO update on the whole buffer (the learned reward signals train inside
+  it, once per minibatch, as ML-Agents), then each auxiliary update of the host
+  (``unity_rl.algorithms.auxiliary.AuxiliaryUpdate``: behavioral cloning, ``ppo/imitation.py``,
+  which ML-Agents runs once after the PPO epochs) on the same buffer, their metrics merged into the update's;
+  then the version moves on. The learner gets the agent-steps *collected* so
   far (every segment given to ``accept``, kept or dropped, this buffer included), which drive its
   schedules as ML-Agents' trainer step.
 
@@ -48,7 +49,7 @@ class PPOHost:
         self.sequence_length = int(getattr(learner, "sequence_length", 1))
         """Rows a trajectory is padded to a multiple of in the buffer (1: no memory)."""
         self.auxiliary = list(auxiliary)
-        """The host's own auxiliary updates (checkpointed here), run after the learner's signals'."""
+        """The host's own auxiliary updates (checkpointed here), run after each PPO update."""
         names = [a.name for a in self.auxiliary]
         if len(set(names)) != len(names):
             raise ValueError(f"auxiliary update names must be unique, got {names}")
@@ -84,18 +85,12 @@ class PPOHost:
         metrics: dict[str, float] = {}
         if trajectories:
             metrics.update(self.learner.update(trajectories, collected_steps=self.collected_steps))
-            for aux in self.auxiliary_updates():
+            for aux in self.auxiliary:
                 metrics.update(aux.update(trajectories))
         metrics["Policy/Dropped Segments"] = float(self._dropped)
         self._dropped = 0
         self.version += 1
         return metrics
-
-    def auxiliary_updates(self) -> list:
-        """What runs after each PPO update, in order: the learner's reward signals that train
-        (those with an ``update``), then the host's own auxiliary updates."""
-        signals = getattr(self.learner, "reward_signals", ())  # a stand-in learner may have none
-        return [s for s in signals if s.update is not None] + self.auxiliary
 
     def weights(self) -> dict:
         return self.learner.weights()

@@ -27,6 +27,7 @@ makes them). No process-wide torch state is set.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,6 +39,7 @@ from unity_rl.algorithms.encoders import ObservationLayout, ObsShapesLike
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.nets import seeded_init
 from unity_rl.algorithms.offpolicy.learner import UpdateResult
+from unity_rl.algorithms.reward_signals.base import SignalBatch
 from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
 from unity_rl.algorithms.reward_signals.registry import make_reward_signals
 from unity_rl.algorithms.sac.config import SACConfig
@@ -76,8 +78,7 @@ class SACLearner:
         self.continuous_size, self.discrete_branches = action_parts(action_spec)
         self.device = torch.device(device)
         self.goal_indices = tuple(int(i) for i in goal_indices)
-        self.reward_signals = make_reward_signals(reward_signals, self.obs_shapes, action_spec)
-        streams = [s.name for s in self.reward_signals]
+        streams = [c.name for c in reward_signals]
         c, branches = self.continuous_size, self.discrete_branches
         goals = {"goal_indices": self.goal_indices}
         with seeded_init(seed):
@@ -87,6 +88,13 @@ class SACLearner:
             self.q1 = ValueNetwork(*q_args, **goals).to(self.device)
             self.q2 = ValueNetwork(*q_args, **goals).to(self.device)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
+        with seeded_init(None if seed is None else seed + 1):  # the SAC networks' init unchanged
+            self.reward_signals = make_reward_signals(reward_signals, self.obs_shapes,
+                                                      action_spec, device)
+        """One provider per reward signal (one Q/V head each); the learned ones train in
+        ``update_reward_signals`` at ``reward_signal_steps_per_update``."""
+        self.reward_signal_updates = 0
+        """Reward-signal updates done (ML-Agents' ``reward_signal_update_steps`` − 1)."""
         log_init = float(np.log(cfg.init_entcoef))
         self.log_alpha_discrete = nn.Parameter(torch.full((len(branches),), log_init, device=self.device))
         self.log_alpha_continuous = nn.Parameter(torch.full((1,), log_init, device=self.device))
@@ -127,7 +135,9 @@ class SACLearner:
         """One SAC update on a replay minibatch (``TransitionBatch``; PER weights unused)."""
         del importance_weights
         cfg, c = self.cfg, self.continuous_size
-        rewards = {s.name: self._tensor(s.strength * s.rewards(batch)) for s in self.reward_signals}
+        signal_batch = SignalBatch.from_transitions(batch, c)  # re-evaluated on every sample
+        rewards = {s.name: self._tensor(s.strength * s.rewards(signal_batch))
+                   for s in self.reward_signals}
         obs, next_obs = self._obs_tensor(batch.obs), self._obs_tensor(batch.next_obs)
         actions = self._tensor(batch.actions)
         masks = None if batch.action_masks is None else self._tensor(batch.action_masks)
@@ -183,6 +193,29 @@ class SACLearner:
             "Policy/Continuous Entropy Coeff": self.log_alpha_continuous.exp().mean().item(),
             "Policy/Learning Rate": lr,
         }, td_errors.astype(np.float32))
+
+    # -- the learned reward signals (ML-Agents' _update_reward_signals) -------------------------
+    def reward_signal_updates_owed(self) -> int:
+        """Reward-signal updates due at ``agent_steps``: ML-Agents' loop ``while (step −
+        buffer_init_steps) / reward_signal_update_steps > reward_signal_steps_per_update`` with
+        the count starting at 1, less those done; 0 without a learned signal."""
+        if not any(s.update is not None for s in self.reward_signals):
+            return 0
+        if self.agent_steps < self.cfg.warmup_steps:
+            return 0
+        due = math.ceil((self.agent_steps - self.cfg.warmup_steps)
+                        / self.cfg.reward_signal_steps_per_update) - 1
+        return max(0, due - self.reward_signal_updates)
+
+    def update_reward_signals(self, batch: Any) -> dict[str, float]:
+        """One update of every learned signal on a replay minibatch of its own -> metrics."""
+        signal_batch = SignalBatch.from_transitions(batch, self.continuous_size)
+        metrics: dict[str, float] = {}
+        for signal in self.reward_signals:
+            if signal.update is not None:
+                metrics.update(signal.update(signal_batch))
+        self.reward_signal_updates += 1
+        return metrics
 
     # -- the losses (ML-Agents' sac_q_loss, sac_value_loss, sac_policy_loss, sac_entropy_loss) --
     def _taken_q(self, q: torch.Tensor, taken: torch.Tensor, categorical) -> torch.Tensor:
@@ -315,6 +348,7 @@ class SACLearner:
             "obs_shapes": self.obs_shapes, "goal_indices": self.goal_indices,
             "squash_deterministic": self.cfg.deterministic_squash,
             "reward_signals": {s.name: s.state_dict() for s in self.reward_signals},
+            "reward_signal_updates": self.reward_signal_updates,
         })
 
     def load_state_dict(self, state: dict) -> None:
@@ -333,3 +367,4 @@ class SACLearner:
         self.agent_steps = int(state["agent_steps"])
         for signal in self.reward_signals:
             signal.load_state_dict(state["reward_signals"].get(signal.name, {}))
+        self.reward_signal_updates = int(state.get("reward_signal_updates", 0))
