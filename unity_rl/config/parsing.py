@@ -20,7 +20,8 @@ from unity_rl.algorithms.imitation.config import BC_KEYS, BehavioralCloningConfi
 from unity_rl.algorithms.network_config import MemoryConfig, NetworkConfig
 from unity_rl.algorithms.registry import MLAGENTS_TRAINER_TYPES, trainer_type_names
 from unity_rl.algorithms.registry import trainer_type as trainer_type_spec
-from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig, settings_class
+from unity_rl.algorithms.reward_signals.config import (EXTRINSIC_ONLY, RewardSignalConfig,
+                                                      settings_class, yaml_fields)
 from unity_rl.algorithms.reward_signals.registry import MLAGENTS_REWARD_SIGNALS, reward_signal_names
 from unity_rl.config.keys import (
     BEHAVIOR_KEYS,
@@ -108,7 +109,7 @@ REWARD_SIGNAL_KEYS = {"gamma": "gamma", "strength": "strength"}
 def signal_keys(cls: type) -> dict[str, str]:
     """YAML key -> field of a reward signal's settings class: its fields but name and
     network_settings."""
-    return {f.name: f.name for f in dataclasses.fields(cls)
+    return {f.name: f.name for f in yaml_fields(cls)
             if f.name not in ("name", "network_settings")}
 
 
@@ -130,6 +131,9 @@ def _parse_reward_signals(raw: Any, where: Where) -> tuple[RewardSignalConfig, .
         entry = _mapping(value, here)
         cls = settings_class(name)
         keys = signal_keys(cls)
+        if "demo_path" in keys and "demo_path" not in entry:
+            raise here.error("demo_path", "missing: the expert .demo file (or a directory of "
+                                          "them) the discriminator learns from")
         kwargs = _read_keys(entry, cls, keys, here, skip=("network_settings",))
         network = _parse_network(entry.get("network_settings"), here.child("network_settings"))
         if kwargs.get("encoding_size") is not None and entry.get("network_settings") is None:

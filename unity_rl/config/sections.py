@@ -422,6 +422,14 @@ def with_quirk_fixes(behavior: BehaviorConfig, fixes: tuple[str, ...]) -> Behavi
         behavior.hyperparameters, **changes))
 
 
+def with_demo_pairing(behavior: BehaviorConfig, pairing: str) -> BehaviorConfig:
+    """``behavior`` with ``unity_rl.demo_pairing`` copied into the reward signals that read a
+    demonstration (GAIL; behavioral cloning reads it from the run's config)."""
+    signals = tuple(dataclasses.replace(s, demo_pairing=pairing)
+                    if hasattr(s, "demo_pairing") else s for s in behavior.reward_signals)
+    return dataclasses.replace(behavior, reward_signals=signals)
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """A whole run: the resolved form of one YAML file plus command-line overrides."""
@@ -451,6 +459,13 @@ class RunConfig:
         for name in ("behaviors", "environment_parameters"):
             if not isinstance(getattr(self, name), FrozenMap):
                 object.__setattr__(self, name, FrozenMap(getattr(self, name)))
+        if self.unity_rl.demo_pairing != "mlagents":
+            paired = {name: with_demo_pairing(b, self.unity_rl.demo_pairing)
+                      for name, b in self.behaviors.items()}
+            object.__setattr__(self, "behaviors", FrozenMap(paired))
+            if self.default_settings is not None:
+                object.__setattr__(self, "default_settings", with_demo_pairing(
+                    self.default_settings, self.unity_rl.demo_pairing))
         if self.unity_rl.fix_quirks:
             fixed = {name: with_quirk_fixes(b, self.unity_rl.fix_quirks)
                      for name, b in self.behaviors.items()}
