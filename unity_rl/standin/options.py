@@ -27,6 +27,8 @@ Stand-in options (all optional; see unity_builds/README.md):
 ``--standin-blind``                GridWorld: send all-black camera images (same shape, PNG)
 ``--standin-gridworld-tinted``     GridWorld: the earlier stand-in shape (camera 3x40x40 only,
                                    target shown by the floor tint, 3x3, period 5, MaxStep 500)
+``--standin-heuristic``            Pyramids: act with the scene's built-in heuristic, ignoring
+                                   the trainer's actions (Unity's "Heuristic Only")
 =================================  ========================================================
 """
 from __future__ import annotations
@@ -65,6 +67,9 @@ class PlayerOptions:
     """GridWorld: all-black images, for a policy blind to the image (a baseline)."""
     gridworld_tinted: bool = False
     """GridWorld: the tinted variant (the stand-in's shape before it matched Unity's scene)."""
+    heuristic: bool = False
+    """Pyramids: the agents act with the scene's built-in heuristic whatever actions arrive
+    (Unity's Behavior Type "Heuristic Only"; for recording demonstrations)."""
     ignored: list[str] = field(default_factory=list)
     """Arguments the player did not recognise (Unity ignores them too)."""
 
@@ -136,7 +141,7 @@ def _set(opts: PlayerOptions, name: str, value: str) -> None:
         raise OptionError(f"unknown stand-in option --standin-{name}")
 
 
-_FLAGS = {"realtime", "blind", "gridworld-tinted"}
+_FLAGS = {"realtime", "blind", "gridworld-tinted", "heuristic"}
 
 
 def parse_args(argv: list[str]) -> PlayerOptions:
