@@ -17,6 +17,7 @@ SHIPPED = {  # file -> (stand-in scene, the least mean recorded return of an exp
     "ExpertPushBlock.demo": ("PushBlock", 4.5),  # +5 at the goal, -0.0002 per step
     "ExpertHallway.demo": ("Hallway", 0.9),      # memoryless policies average 0.45 at best
     "ExpertCrawler.demo": ("Crawler", 2000.0),   # one episode of 1000 decisions, no fall
+    "ExpertPyramid.demo": ("Pyramids", 1.8),     # +2 at the gold brick, -0.0002 per step
 }
 
 

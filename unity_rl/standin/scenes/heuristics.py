@@ -9,6 +9,8 @@ keyboard does) and returns ``(continuous [k, C] float32, discrete [k, B] int32)`
 - **PushBlock**: walk to the block's far side from the goal (around it, not through it), face
   +z, line up with the block by strafing and push it into the goal zone.
 - **Hallway**: the oracle (``hallway.oracle_action``): to the fork, towards the goal of the cue.
+- **Pyramids**: ``pyramids.heuristic_action``: the shortest way to the switch, the pyramid
+  (pushing it over), then the gold brick.
 - **Crawler**: the inverse of the body's gait: the four controls wanted (forward drive matched
   to the target speed, turning towards the target, pitch and roll torques that balance the
   tilt) mapped back to joint targets through the gait's orthogonal rows, full strength.
@@ -22,6 +24,7 @@ import numpy as np
 from unity_rl.standin.scenes.blocks import RADIUS, PushBlockModel
 from unity_rl.standin.scenes.hallway import HallwayModel, oracle_action
 from unity_rl.standin.scenes.locomotion import JOINT_LIMIT, CrawlerModel, LocomotionModel
+from unity_rl.standin.scenes.pyramids import PyramidsModel, heuristic_action
 
 Heuristic = Callable[[object, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
@@ -82,8 +85,14 @@ def locomotion(model: LocomotionModel, idx: np.ndarray):
     return np.concatenate([joints, strength], 1).astype(np.float32), np.zeros((k, 0), np.int32)
 
 
+def pyramids(model: PyramidsModel, idx: np.ndarray):
+    return (np.zeros((len(idx), 0), np.float32),
+            heuristic_action(model, idx)[:, None].astype(np.int32))
+
+
 HEURISTICS: dict[type, Heuristic] = {
     PushBlockModel: pushblock,
+    PyramidsModel: pyramids,
     HallwayModel: hallway,
     CrawlerModel: locomotion,
 }
