@@ -139,12 +139,11 @@ class BehaviorConfig:
                         "network_settings", f"memory.sequence_length <= batch_size ({batch_size})",
                         memory.sequence_length)
         if self.behavioral_cloning is not None:
+            with_bc = [t for t in trainer_type_names() if trainer_type(t).behavioral_cloning]
             check_field(isinstance(self.behavioral_cloning, BehavioralCloningConfig)
-                        and trainer_type(self.trainer_type).behavioral_cloning, "behavior",
-                        "behavioral_cloning", "null for trainer_type "
-                        f"{self.trainer_type!r} (behavioral cloning: "
-                        f"{', '.join(t for t in trainer_type_names() if trainer_type(t).behavioral_cloning)})",
-                        self.behavioral_cloning)
+                        and self.trainer_type in with_bc, "behavior", "behavioral_cloning",
+                        f"null for trainer_type {self.trainer_type!r} (behavioral cloning: "
+                        f"{', '.join(with_bc)})", self.behavioral_cloning)
         if self.even_checkpoints:
             object.__setattr__(self, "checkpoint_interval", max(1, self.max_steps // self.keep_checkpoints))
         # max_steps is a behavior-level key in the YAML; the learner's config carries a copy where
