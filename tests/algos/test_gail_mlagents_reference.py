@@ -115,3 +115,16 @@ def test_rewards_and_two_updates_match_mlagents_gail(name):
     for b, batch in enumerate(batches):
         np.testing.assert_allclose(signal.rewards(batch), ref["rewards_after"][str(b)],
                                    rtol=1e-5, atol=1e-6)
+
+
+def test_gail_state_resumes_the_same_discriminator_beta_and_draws():
+    import copy
+
+    ref = _load("vail")
+    first, second = _signal(ref["case"], "vail"), _signal(ref["case"], "vail")
+    batch = _batch(ref["data"], 0, 1)
+    first.update(batch)
+    second.load_state_dict(copy.deepcopy(first.state_dict()))
+    assert second.beta == first.beta > 0.0
+    np.testing.assert_array_equal(second.rewards(batch), first.rewards(batch))
+    assert second.update(batch) == first.update(batch)  # same expert rows, noise and Adam step
