@@ -6,7 +6,14 @@ target, medians over seeds (``vs_mlagents_learn.one_run``: one run at a time,
 ``--stop-at-target``).
 
 The only other change to Unity's file, in both variants: ``summary_freq`` is cut to
-``--summary-freq`` (Unity's 60000 would measure in steps of 60000), a measurement setting.
+``--summary-freq`` (Unity's 60000 would measure in steps of 60000), a measurement setting, and
+with ``--max-steps`` the budget (and with it the learning-rate schedule) of both.
+
+Read the first-window numbers with care: a window's mean return is over the episodes that
+ended in it, and early in a PushBlock run only quick successes end (a failure lasts 1000
+decisions), so one lucky episode can put the first windows at the target. Without
+``--stop-at-target`` the runs go to ``max_steps`` and ``steps_stays_at_target`` (the first
+window after which every window is at the target) is the robust number.
 ``--tools mlagents-learn unity-rl`` races mlagents-learn too on the same two files (its venv:
 ``--mlagents-venv``; it reads our demo).
 
@@ -31,10 +38,13 @@ REPO = Path(__file__).resolve().parent.parent
 UNITY_CONFIG = "imitation/PushBlock.yaml"
 
 
-def variants(text: str, summary_freq: int) -> dict[str, str]:
+def variants(text: str, summary_freq: int, max_steps: int | None = None) -> dict[str, str]:
     """{"with demo": Unity's file with local demos, "without demo": no gail, no BC}; both with
-    ``summary_freq`` cut (module doc). Text edits, so every other line stays Unity's."""
+    ``summary_freq`` (and ``max_steps``) cut (module doc). Text edits: every other line stays
+    Unity's."""
     text = text.replace("summary_freq: 60000", f"summary_freq: {summary_freq}")
+    if max_steps is not None:
+        text = text.replace("max_steps: 100000", f"max_steps: {max_steps}")
     with_demo = local_demos_text(text)
     lines, out, skip = text.splitlines(), [], None
     for line in lines:
@@ -51,12 +61,13 @@ def variants(text: str, summary_freq: int) -> dict[str, str]:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--configs-dir", type=Path,
-                    default=REPO.parent / "shared" / "mlagents_learn" / "configs")
+    ap.add_argument("--configs-dir", type=Path,  # Unity's files; the tests keep a copy
+                    default=REPO / "tests" / "fixtures" / "mlagents_configs")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--target", type=float, default=4.0)
     ap.add_argument("--summary-freq", type=int, default=4096)
+    ap.add_argument("--max-steps", type=int, help="cut Unity's max_steps (100000) in both")
     ap.add_argument("--num-envs", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
     ap.add_argument("--stop-at-target", action="store_true")
@@ -71,7 +82,7 @@ def main(argv=None) -> None:
     runs, port = [], args.base_port
     with tempfile.TemporaryDirectory(prefix="imitation_") as tmp_name:
         tmp = Path(tmp_name)
-        for label, config_text in variants(text, args.summary_freq).items():
+        for label, config_text in variants(text, args.summary_freq, args.max_steps).items():
             config = tmp / f"PushBlock_{label.replace(' ', '_')}.yaml"
             config.write_text(config_text)
             scene = race.Scene("PushBlock", (UNITY_CONFIG,), {"PushBlock": args.target})
