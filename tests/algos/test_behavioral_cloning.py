@@ -115,3 +115,57 @@ def test_config_loads_behavioral_cloning_strictly():
     with pytest.raises(ValueError, match="not available for trainer_type 'ddpg'"):
         parse_config({"behaviors": {"B": {"trainer_type": "ddpg",
                                           "behavioral_cloning": {"demo_path": "x.demo"}}}})
+
+
+def test_sac_runs_bc_once_per_gradient_update_and_checkpoints_it():
+    from mlagents_envs.base_env import ActionSpec
+
+    from unity_rl.algorithms.registry import trainer_type
+    from unity_rl.experience import Segment
+    from unity_rl.runtime.algorithm import HostContext
+    from unity_rl.runtime.messages import BehaviorInfo
+
+    demo = DEMO.parent / "bc_sac_hybrid.demo"  # obs (6,), 2 continuous + a branch of 3
+    cfg = parse_config({"behaviors": {"B": {
+        "trainer_type": "sac", "hyperparameters": {"batch_size": 16, "buffer_init_steps": 32},
+        "network_settings": {"hidden_units": 16, "num_layers": 1},
+        "behavioral_cloning": {"demo_path": str(demo), "num_epoch": 1}}}})
+    behavior = cfg.behaviors["B"]
+    algorithm = trainer_type("sac").make_algorithm(cfg, "B", behavior)
+    host = algorithm.make_host(BehaviorInfo("B?team=0", ((6,),), ActionSpec(2, (3,)), 1),
+                               HostContext("cpu", 0, 1, "sync", 2))
+    rng = np.random.default_rng(0)
+    n = 48
+    actions = np.concatenate([rng.uniform(-1, 1, (n, 2)), rng.integers(0, 3, (n, 1))], 1)
+    traj = Trajectory(obs=rng.normal(size=(n, 6)).astype(np.float32),
+                      actions=actions.astype(np.float32),
+                      logprobs=np.zeros((n, 3), np.float32), values=np.zeros(n, np.float32),
+                      rewards=np.ones(n, np.float32), last_obs=np.zeros(6, np.float32),
+                      terminated=True, action_masks=np.ones((n, 3), bool))
+    host.accept(Segment([traj], 0, 0, n, [], []))
+    bc = host.auxiliary[0]
+    calls = []
+    original = bc.update
+    bc.update = lambda *a: calls.append(1) or original(*a)
+    metrics = host.train(sync=True)
+    assert len(calls) == metrics["Runtime/Updates This Round"] >= 10  # one per update
+    assert metrics["Losses/Pretraining Loss"] > 0
+    assert set(host.state_dict()["auxiliary"]) == {"behavioral_cloning"}
+    algorithm.close()
+
+
+def test_demo_pairing_reaches_gail_and_stays_out_of_its_yaml_keys():
+    from unity_rl.config.dump import dump_config
+
+    raw = {"behaviors": {"B": {"reward_signals": {"gail": {"demo_path": "x.demo"}}}},
+           "unity_rl": {"demo_pairing": "aligned"}}
+    cfg = parse_config(raw)
+    assert cfg.behaviors["B"].signal("gail").demo_pairing == "aligned"
+    dumped = dump_config(cfg)
+    assert "demo_pairing" not in dumped["behaviors"]["B"]["reward_signals"]["gail"]
+    assert parse_config(dumped) == cfg
+    with pytest.raises(ValueError, match="demo_pairing"):
+        parse_config({"behaviors": {"B": {"reward_signals": {"gail": {
+            "demo_path": "x.demo", "demo_pairing": "aligned"}}}}})
+    with pytest.raises(ValueError, match="demo_path"):
+        parse_config({"behaviors": {"B": {"reward_signals": {"gail": {"strength": 0.1}}}}})
