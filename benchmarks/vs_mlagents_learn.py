@@ -82,6 +82,12 @@ SCENES = {
     "3DBallSAC": Scene("3DBall", ("sac/3DBall.yaml",), {"3DBall": 95.0}),
     "BasicSAC": Scene("Basic", ("sac/Basic.yaml",), {"Basic": 0.9}),
     "GridWorldSAC": Scene("GridWorld", ("sac/GridWorld.yaml",), {"GridWorld": 0.8}),
+    # Unity's Pyramids configs (curiosity, RND), unchanged; the extrinsic-only baseline: Unity's
+    # config without its curiosity signal (configs/ppo/pyramids_extrinsic.yaml)
+    "Pyramids": Scene("Pyramids", ("ppo/Pyramids.yaml",), {"Pyramids": 1.75}),
+    "PyramidsRND": Scene("Pyramids", ("ppo/PyramidsRND.yaml",), {"Pyramids": 1.75}),
+    "PyramidsExtrinsic": Scene("Pyramids", ("configs/ppo/pyramids_extrinsic.yaml",),
+                               {"Pyramids": 1.75}, tools=("unity-rl",)),
     # the project's shipped 3DBall config (a path under the repository), unity-rl only
     "3DBallShipped": Scene("3DBall", ("configs/ppo/3dball.yaml",), {"3DBall": 95.0},
                            tools=("unity-rl",)),

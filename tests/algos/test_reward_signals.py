@@ -216,3 +216,20 @@ def test_config_signals_reach_the_learner_in_yaml_order(bonus_registered):
     assert host.learner.model.value_head_names == ["bonus", "extrinsic"]
     with pytest.raises(ConfigError, match="extrinsic reward alone"):
         parse_config({"behaviors": {"B": {"trainer_type": "ddpg", **raw["behaviors"]["B"]}}})
+
+
+def test_signal_reward_per_episode_is_the_mean_step_reward_times_the_episode_length(
+        bonus_registered):
+    """``Policy/<Signal> Reward`` (ML-Agents: each episode's strength-scaled sum): the buffer's
+    mean reward per step times the mean length of the episodes that ended meanwhile."""
+    cfg = PPOConfig(buffer_size=64, minibatch_size=32, num_epochs=1)
+    learner = PPOLearner(3, SPEC, cfg, NET, seed=0, reward_signals=(EXTRINSIC, BONUS))
+    host = PPOHost(learner, buffer_steps=64, drop_lag=None)
+    trajs = _trajectories(np.random.default_rng(0))
+    host.accept(Segment(trajs, host.version, 0, 64, [1.0, 2.0], [100, 300]))
+    metrics = host.train(sync=True)
+    mean_step = np.mean(np.concatenate([t.rewards for t in trajs])) * 2.0  # strength 2
+    assert metrics["Policy/Extrinsic Reward"] == pytest.approx(mean_step * 200, rel=1e-5)
+    assert metrics["Policy/Bonus Reward"] == pytest.approx(0.25 * 200)
+    host.accept(Segment(trajs, host.version, 0, 64, [], []))  # no episode ended
+    assert "Policy/Bonus Reward" not in host.train(sync=True)

@@ -60,11 +60,14 @@ class PPOHost:
         self._buffer: list[Trajectory] = []
         self._buffered_steps = 0
         self._dropped = 0
+        self._episode_lengths: list[int] = []
+        """Lengths of the episodes that ended since the last update (``Policy/<Signal> Reward``)."""
         self.collected_steps = learner.agent_steps_collected
         """Agent-steps of every accepted segment so far (the schedules' step)."""
 
     def accept(self, segment: Segment) -> int | None:
         self.collected_steps += segment.agent_steps  # dropped or not, the builds played them
+        self._episode_lengths.extend(segment.episode_lengths or ())
         lag = self.version - segment.policy_version
         if self.drop_lag is not None and lag > self.drop_lag:
             self._dropped += 1
@@ -84,7 +87,10 @@ class PPOHost:
         trajectories, self._buffer, self._buffered_steps = self._buffer, [], 0
         metrics: dict[str, float] = {}
         if trajectories:
-            metrics.update(self.learner.update(trajectories, collected_steps=self.collected_steps))
+            lengths, self._episode_lengths = self._episode_lengths, []
+            metrics.update(self.learner.update(
+                trajectories, collected_steps=self.collected_steps,
+                episode_length=float(sum(lengths) / len(lengths)) if lengths else 0.0))
             for aux in self.auxiliary:
                 metrics.update(aux.update(trajectories))
         metrics["Policy/Dropped Segments"] = float(self._dropped)

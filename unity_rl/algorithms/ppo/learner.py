@@ -32,10 +32,12 @@ docs/ppo.md), each choice read in its source (``mlagents/trainers/...``):
   ``obs`` and ``last_obs`` computed with the current critic before GAE (ML-Agents'
   ``_process_trajectory`` calls ``get_trajectory_value_estimates`` with the critic of the moment,
   which is the pre-update critic of this buffer);
-- per signal k: rewards r_k = provider.rewards(trajectory) · strength_k, GAE with that signal's
-  γ_k; the policy's advantage is the **mean** of the signals' advantages and each head regresses
-  on its own returns (``ppo/trainer.py`` ``_process_trajectory``); the value loss is the mean over
-  heads (``trust_region_value_loss``);
+- per signal k: rewards r_k = provider.rewards(trajectory's rows) · strength_k, GAE with that
+  signal's γ_k; the policy's advantage is the **mean** of the signals' advantages and each head
+  regresses on its own returns (``ppo/trainer.py`` ``_process_trajectory``); the value loss is the
+  mean over heads (``trust_region_value_loss``); learned signals (curiosity, RND) take one step
+  of their own optimiser on each minibatch right after its PPO step (``update_reward_signals``;
+  ``reward_signals/base.py``);
 - advantages normalised once over the whole buffer (``on_policy_trainer._update_policy``), then
   ``num_epoch`` passes of ``len // batch_size`` minibatches of exactly ``batch_size`` rows, the
   remainder dropped (``buffer.make_mini_batch``);
@@ -66,7 +68,7 @@ Memory (``network_settings.memory``; ML-Agents 1.1.0, ``../shared/mlagents_learn
   quirk §10.10; it changes the scale of the advantages a little, weight for weight as ML-Agents).
 There are no project-only variants (docs/ppo.md says which were removed and why).
 
-Size (about 500 lines): ``prepare`` (values, GAE, sequences) and ``optimise`` (the epochs) are the
+Size (about 560 lines): ``prepare`` (values, GAE, sequences) and ``optimise`` (the epochs) are the
 one update, kept beside the state they share (normaliser, critic-memory carry, schedules); the
 memory half (``_values_by_sequence``, ``_sequence_batch``) is the next thing to move out, to
 ``algorithms/sequences.py``, once SAC needs sequences too.
@@ -276,15 +278,18 @@ class PPOLearner:
         return self.layout.normalize(self.normalizer, obs)
 
     def update(self, trajectories: list[Trajectory],
-               collected_steps: int | None = None) -> dict[str, float]:
+               collected_steps: int | None = None,
+               episode_length: float | None = None) -> dict[str, float]:
         """One PPO update on these trajectories (any lengths).
 
         ``collected_steps``: agent-steps collected so far, these included (what drives the
-        schedules); None counts the steps given here.
+        schedules); None counts the steps given here. ``episode_length``: the mean length of
+        the episodes that ended while this buffer was collected (``Policy/<Signal> Reward``).
         """
-        return self.optimise(self.prepare(trajectories), collected_steps)
+        return self.optimise(self.prepare(trajectories, episode_length), collected_steps)
 
-    def prepare(self, trajectories: list[Trajectory]) -> PPOBatch:
+    def prepare(self, trajectories: list[Trajectory],
+                episode_length: float | None = None) -> PPOBatch:
         """Steps 1-4 of an update: what reaches the optimisation (normalised observations, value
         estimates, advantages, returns, the behaviour's actions and log-probs)."""
         cfg = self.cfg
@@ -336,7 +341,7 @@ class PPOLearner:
                 ret_k.append(ret)
             advantages.append(np.mean(np.array(adv_k, dtype=np.float32), axis=0))
             returns.append(np.stack(ret_k, axis=1))
-        reward_metrics = self._reward_metrics(reward_sums, trajectories)
+        reward_metrics = self._reward_metrics(reward_sums, b_size, trajectories, episode_length)
         if self.model.memory_size:
             L = self.sequence_length
             signal_batch = SignalBatch.concatenate([SignalBatch(*(pad_sequences(f, L) for f in b))
@@ -358,16 +363,21 @@ class PPOLearner:
                         signal_batch=SignalBatch.concatenate(signal_rows),
                         reward_metrics=reward_metrics)
 
-    def _reward_metrics(self, reward_sums: np.ndarray, trajectories: list[Trajectory]
+    def _reward_metrics(self, reward_sums: np.ndarray, steps: int,
+                        trajectories: list[Trajectory], episode_length: float | None
                         ) -> dict[str, float]:
-        """``Policy/<Signal> Reward``: each signal's strength-scaled reward per episode, here its
-        sum over the buffer over the episodes that ended in it (ML-Agents sums each agent's
-        episode and reports it at the episode's end; the two agree when episodes are shorter
-        than a buffer). Absent when no episode ended in the buffer."""
-        ends = sum(bool(t.terminated) or bool(t.interrupted) for t in trajectories)
-        if not ends:
+        """``Policy/<Signal> Reward``: each signal's strength-scaled reward per episode (ML-Agents
+        sums each agent's episode and reports the sum at its end). Estimated as the buffer's
+        mean reward per step times ``episode_length`` (the mean length of the episodes that
+        ended meanwhile; None: the buffer's steps per episode end). Absent when no episode
+        ended (``episode_length`` 0)."""
+        if episode_length is None:
+            ends = sum(bool(t.terminated) or bool(t.interrupted) for t in trajectories)
+            episode_length = steps / ends if ends else None
+        if not episode_length:
             return {}
-        return {f"Policy/{signal.name.capitalize()} Reward": float(reward_sums[k] / ends)
+        return {f"Policy/{signal.name.capitalize()} Reward":
+                float(reward_sums[k] / steps * episode_length)
                 for k, signal in enumerate(self.reward_signals)}
 
     def _behaviour(self, trajectories: list[Trajectory], sequence_length: int = 1
