@@ -59,6 +59,19 @@ def variants(text: str, summary_freq: int, max_steps: int | None = None) -> dict
     return {"with demo": with_demo, "without demo": "\n".join(out) + "\n"}
 
 
+def window_counts(runs: list[dict], target: float) -> dict:
+    """Per variant and tool: summary windows with finished episodes, and those at the target, per
+    run (the plain picture behind the biased first-window numbers, module doc)."""
+    out: dict = {}
+    for run in runs:
+        curve = run["behaviors"]["PushBlock"]["curve"]
+        out.setdefault(run["scene"], {}).setdefault(run["tool"], []).append(
+            {"seed": run["seed"], "windows": len(curve),
+             "windows_at_target": sum(v >= target for _, v, _ in curve),
+             "last_window": curve[-1][:2] if curve else None})
+    return out
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--configs-dir", type=Path,  # Unity's files; the tests keep a copy
@@ -101,7 +114,7 @@ def main(argv=None) -> None:
     race.print_table(summary, [])
     report = {"measured": __doc__, "config": UNITY_CONFIG, "target": args.target,
               "machine": {"cpus": os.cpu_count(), "loadavg": os.getloadavg()},
-              "summary": summary, "runs": runs}
+              "summary": summary, "windows": window_counts(runs, args.target), "runs": runs}
     args.out.write_text(race.without_machine_paths(
         json.dumps(report, indent=1, default=str), (str(DEMOS), "<repo>/unity_builds/Demos")))
     print(f"written: {args.out}")
