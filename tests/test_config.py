@@ -310,10 +310,6 @@ def test_memory_is_refused_for_trainer_types_without_it(tmp_path):
 
 @pytest.mark.parametrize("old, new, section, key", [
     ("vis_encode_type: simple", "deterministic: true", NET, "deterministic"),
-    ("strength: 1.0", "strength: 1.0\n      gail: {strength: 0.5, demo_path: x.demo}",
-     "behaviors.3DBall.reward_signals", "gail"),
-    ("keep_checkpoints: 5", "keep_checkpoints: 5\n    behavioral_cloning: {demo_path: x.demo}",
-     "behaviors.3DBall", "behavioral_cloning"),
     ("keep_checkpoints: 5", "keep_checkpoints: 5\n    self_play: {window: 10}", "behaviors.3DBall", "self_play"),
     ("keep_checkpoints: 5", "keep_checkpoints: 5\n    init_path: results/old", "behaviors.3DBall", "init_path"),
 ])

@@ -86,8 +86,8 @@ def test_every_registered_signal_is_a_provider_and_extrinsic_is_the_env_reward()
                                   traj.rewards)
     assert (extrinsic.name, extrinsic.gamma, extrinsic.strength) == ("extrinsic", 0.9, 2.0)
     assert extrinsic.update is None and not extrinsic.ignore_done
-    with pytest.raises(KeyError, match="gail"):
-        registry.provider_class("gail")  # the imitation work
+    with pytest.raises(KeyError, match="known"):
+        registry.provider_class("gial")
 
 
 def test_one_value_head_per_signal_gae_per_signal_and_the_mean_advantage(monkeypatch,

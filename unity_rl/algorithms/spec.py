@@ -66,6 +66,8 @@ class TrainerTypeSpec:
     """Fields of ``hyperparameters`` that other YAML keys fill (reward_signals.extrinsic.gamma for
     one-discount learners, max_steps)."""
 
+    behavioral_cloning: bool = False
+    """The type runs ``behavioral_cloning:`` (its host builds the BC update); others refuse it."""
     quirk_fixes: Mapping[str, tuple[str, Any]] = field(default_factory=dict)
     """``unity_rl.fix_quirks`` entries this type knows -> (hyperparameters field, value): an
     ML-Agents quirk the type copies by default and fixes when a run names the entry."""

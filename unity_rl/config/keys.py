@@ -38,7 +38,7 @@ NOT_SUPPORTED = "is an ML-Agents option that unity_rl does not support"
 UNSUPPORTED: dict[str, dict[str, tuple]] = {
     # section kind -> key -> values that mean "feature off" (accepted and ignored)
     "behavior": {"init_path": (None,), "self_play": (None,),
-                 "behavioral_cloning": (None,), "framework": ("pytorch",)},
+                 "framework": ("pytorch",)},
     "network": {"deterministic": (False,)},
     "checkpoint": {"load_model": (False,), "train_model": (False,)},
     "top": {"curriculum": (), "parameter_randomization": ()},

@@ -26,16 +26,19 @@ does not span nodes), the actors' initial priorities riding in ``Trajectory.extr
 - **Checkpoints.** ``state_dict()`` is ``{<trainer type>: learner state, "version", "updates",
   "updates_offset", "agent_steps", "replay"}``; the replay rows only with
   ``save_replay_buffer: true`` (ML-Agents' key, off by default), at the cost
-  ``unity_rl.replay.replay_footprint`` gives. With the async wiring the snapshot may hold a few
+  ``unity_rl.replay.replay_footprint`` gives; ``"auxiliary"``: name -> state of each auxiliary
+  update (behavioral cloning). With the async wiring the snapshot may hold a few
   segments whose receipts were not counted yet: extra, valid experience.
 """
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from unity_rl.algorithms.auxiliary import AuxiliaryUpdate
 from unity_rl.algorithms.offpolicy.acting import carried_priorities, trajectories_to_transitions
 from unity_rl.algorithms.offpolicy.config import ReplayConfig
 from unity_rl.algorithms.offpolicy.learner import OffPolicyLearner
@@ -62,8 +65,12 @@ class OffPolicyHost:
 
     def __init__(self, learner: OffPolicyLearner, replay: ReplayBuffer, *, name: str,
                  num_actors: int, replay_handle: dict | None = None, max_steps: int = 0,
-                 updates_per_round: int = UPDATES_PER_ROUND):
+                 updates_per_round: int = UPDATES_PER_ROUND,
+                 auxiliary: Sequence[AuxiliaryUpdate] = ()):
         self.learner = learner
+        self.auxiliary = list(auxiliary)
+        """Updates run once after each gradient update (SAC's behavioral cloning, as ML-Agents
+        runs ``bc_module.update()`` once per SAC update step); checkpointed under their names."""
         self.cfg: ReplayConfig = learner.cfg
         self.replay = replay
         self.name = name
@@ -162,6 +169,8 @@ class OffPolicyHost:
                     replay.update_priorities(sample.indices, td_errors)
                 else:
                     step, _ = learner.update(replay.sample(cfg.batch_size))
+                for aux in self.auxiliary:
+                    step = {**step, **aux.update()}
                 for key, value in step.items():
                     sums[key] = sums.get(key, 0.0) + value
                 done += 1
@@ -198,7 +207,8 @@ class OffPolicyHost:
         return {self.name: self.learner.state_dict(), "version": self.version,
                 "updates": self.updates, "updates_offset": self._updates_offset,
                 "agent_steps": self.agent_steps,
-                "replay": replay_state(self.replay) if self.cfg.save_replay_buffer else None}
+                "replay": replay_state(self.replay) if self.cfg.save_replay_buffer else None,
+                "auxiliary": {a.name: a.state_dict() for a in self.auxiliary}}
 
     def load_state_dict(self, state: dict) -> None:
         self.learner.load_state_dict(state[self.name])
@@ -206,6 +216,10 @@ class OffPolicyHost:
         self.agent_steps = int(state["agent_steps"])
         self._updates_offset = int(state.get("updates_offset", 0))
         self._updates_at = {self.version: self.updates}
+        saved = state.get("auxiliary") or {}
+        for aux in self.auxiliary:
+            if aux.name in saved:
+                aux.load_state_dict(saved[aux.name])
         if state["replay"] is None:
             logger.warning("the checkpoint holds no replay buffer (save_replay_buffer: false): "
                            "training resumes on an empty one (warm-up is not repeated)")

@@ -16,8 +16,8 @@ The host keeps a rollout buffer in front of the pure ``PPOLearner``:
   ``buffer_size`` padded rows, not every ``buffer_size`` steps;
 - ``train(sync)``: one PPO update on the whole buffer (the learned reward signals train inside
   it, once per minibatch, as ML-Agents), then each auxiliary update of the host
-  (``unity_rl.algorithms.auxiliary.AuxiliaryUpdate``: e.g. behavioral cloning, which ML-Agents
-  runs once after the PPO epochs) on the same buffer, their metrics merged into the update's;
+  (``unity_rl.algorithms.auxiliary.AuxiliaryUpdate``: behavioral cloning, ``ppo/imitation.py``,
+  which ML-Agents runs once after the PPO epochs) on the same buffer, their metrics merged into the update's;
   then the version moves on. The learner gets the agent-steps *collected* so
   far (every segment given to ``accept``, kept or dropped, this buffer included), which drive its
   schedules as ML-Agents' trainer step.
@@ -154,5 +154,12 @@ class PPOAlgorithm(Algorithm):
                              cfg.network_settings, device=ctx.device, seed=ctx.seed,
                              reward_signals=cfg.reward_signals,
                              goal_indices=info.goal_indices)
-        return PPOHost(learner, buffer_steps=cfg.hyperparameters.buffer_size,
+        host = PPOHost(learner, buffer_steps=cfg.hyperparameters.buffer_size,
                        drop_lag=ctx.max_policy_lag if ctx.mode == "async" else None)
+        if cfg.behavioral_cloning is not None:  # once after each PPO update, as ML-Agents
+            from unity_rl.algorithms.ppo.imitation import make_behavioral_cloning
+
+            host.auxiliary.append(make_behavioral_cloning(
+                cfg.behavioral_cloning, learner, lambda: host.collected_steps, seed=ctx.seed,
+                pairing=self.run_cfg.unity_rl.demo_pairing, behavior=self.section))
+        return host

@@ -70,9 +70,44 @@ class RNDConfig(LearnedSignalConfig):
     """Adam step size of the predictor (ML-Agents' code default 1e-4; its docs say 3e-4)."""
 
 
+@dataclass(frozen=True)
+class GAILConfig(LearnedSignalConfig):
+    """``reward_signals.gail`` (ML-Agents' ``GAILSettings``)."""
+
+    demo_path: str = ""
+    """The expert demonstration: a ``.demo`` file or a directory of them (required)."""
+    learning_rate: float = 3e-4
+    """Adam step size of the discriminator."""
+    use_actions: bool = False
+    """The discriminator also sees the action (flattened, one-hot branches) and the done flag."""
+    use_vail: bool = False
+    """Variational Information Bottleneck (Peng et al. 2018): a stochastic 128-d code with a KL
+    constraint whose β adapts."""
+    demo_pairing: str = field(default="mlagents", metadata={"yaml": False})
+    """Not a YAML key: ``unity_rl.demo_pairing``, copied here when the run's config is built."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not (isinstance(self.demo_path, str) and self.demo_path):
+            raise ValueError("reward_signal.demo_path must be the path of a .demo file or of a "
+                             f"directory of them, got {self.demo_path!r}")
+        if self.demo_pairing not in ("mlagents", "aligned"):
+            raise ValueError(f"reward_signal.demo_pairing must be 'mlagents' or 'aligned', "
+                             f"got {self.demo_pairing!r}")
+
+
+def yaml_fields(cls: type) -> list:
+    """The dataclass fields of a signal's settings that are YAML keys (all but those marked
+    ``metadata={"yaml": False}``, which the run's config fills)."""
+    import dataclasses
+
+    return [f for f in dataclasses.fields(cls) if f.metadata.get("yaml", True)]
+
+
 SIGNAL_SETTINGS: dict[str, type] = {
     "curiosity": CuriosityConfig,
     "rnd": RNDConfig,
+    "gail": GAILConfig,
 }
 """Signal name -> its settings class (a signal not listed has only ``RewardSignalConfig``'s keys)."""
 

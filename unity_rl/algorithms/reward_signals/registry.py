@@ -13,6 +13,7 @@ REWARD_SIGNALS: dict[str, str] = {
     "extrinsic": "unity_rl.algorithms.reward_signals.extrinsic",
     "curiosity": "unity_rl.algorithms.reward_signals.curiosity",
     "rnd": "unity_rl.algorithms.reward_signals.rnd",
+    "gail": "unity_rl.algorithms.reward_signals.gail",
 }
 """Signal name -> module whose ``PROVIDER`` is its ``RewardSignal`` class (imported on first use)."""
 

@@ -17,6 +17,7 @@ SPEC = TrainerTypeSpec(
     algorithm="unity_rl.algorithms.sac.host:SACAlgorithm",
     policy_loader="unity_rl.algorithms.sac.export:load_policy_module",
     default_segment_steps=default_segment_steps,
+    behavioral_cloning=True,
     from_elsewhere=("max_steps",),
     quirk_fixes=QUIRK_FIXES,
 )
