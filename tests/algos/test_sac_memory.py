@@ -273,3 +273,17 @@ def test_saved_memory_policy_loads_and_exports(tmp_path):
     loaded = load_policy(path)
     assert loaded.module.memory_size == M
     export_onnx(loaded.module, list(loaded.obs_shapes), loaded.action_spec, tmp_path / "B.onnx")
+
+
+def test_one_step_lstm_path_equals_nn_lstm():
+    """Acting's one-step path (the LSTM cell function) gives ``nn.LSTM``'s numbers."""
+    from unity_rl.algorithms.nets import lstm_layer, run_lstm
+    torch.manual_seed(0)
+    lstm = lstm_layer(16, 6)
+    x, memory = torch.randn(5, 16), torch.randn(5, 12)
+    out, memory_out = run_lstm(lstm, x, memory, 1)
+    with torch.no_grad():
+        ref, (h, c) = lstm(x[:, None], (memory[None, :, :6].contiguous(),
+                                       memory[None, :, 6:].contiguous()))
+    torch.testing.assert_close(out, ref[:, 0])
+    torch.testing.assert_close(memory_out, torch.cat([h[0], c[0]], -1))
