@@ -6,7 +6,8 @@ over sequences of 64) and each variant (the config as it is, and the same networ
 ``memory: null``), one actor is built in this process as a run builds it
 (``training.wiring.actor_specs``, the algorithm's own plan and acting policy, its weights from a
 freshly built learner host) over ``--builds`` Hallway stand-in builds, and collects segments for
-``--seconds`` seconds after one warm-up collection. No learner trains meanwhile: what is timed
+``--seconds`` seconds after one warm-up collection, with one torch thread as every actor process
+has. No learner trains meanwhile: what is timed
 is stepping the builds, acting (with memory: the LSTM step and the per-agent memories) and
 finishing the segments (SAC with memory: the critic memories, sequence by sequence). The
 variants alternate, ``--repeats`` times; the table gives the median agent-steps/s of each and
@@ -31,6 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from unity_rl.algorithms.nets import set_torch_threads  # noqa: E402
 from unity_rl.config import FrozenMap, apply_overrides, load_config  # noqa: E402
 from unity_rl.runtime.actor import Actor  # noqa: E402
 from unity_rl.runtime.algorithm import HostContext  # noqa: E402
@@ -85,6 +87,7 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" /
                     "memory_actor_throughput.json")
     args = ap.parse_args(argv)
+    set_torch_threads(1)  # as every actor process runs (ActorSpec.torch_threads)
     runs: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(args.repeats):
