@@ -10,7 +10,8 @@ freshly built learner host) over ``--builds`` Hallway stand-in builds, and colle
 has. No learner trains meanwhile: what is timed
 is stepping the builds, acting (with memory: the LSTM step and the per-agent memories) and
 finishing the segments (SAC with memory: the critic memories, sequence by sequence). The
-variants alternate, ``--repeats`` times; the table gives the median agent-steps/s of each and
+variants alternate (which goes first alternates too: the machine's load drifts), ``--repeats``
+times; the table gives the median agent-steps/s of each and
 the ratio memory / memoryless. Writes ``benchmarks/results/memory_actor_throughput.json``.
 
     .venv/bin/python benchmarks/memory_actor_throughput.py [--seconds 20] [--repeats 3]
@@ -34,6 +35,7 @@ sys.path.insert(0, str(REPO))
 
 from unity_rl.algorithms.nets import set_torch_threads  # noqa: E402
 from unity_rl.config import FrozenMap, apply_overrides, load_config  # noqa: E402
+from unity_rl.envs.ports import find_free_port_block  # noqa: E402
 from unity_rl.runtime.actor import Actor  # noqa: E402
 from unity_rl.runtime.algorithm import HostContext  # noqa: E402
 from unity_rl.runtime.messages import BehaviorInfo, BehaviorWeights, PolicyWeights  # noqa: E402
@@ -92,8 +94,8 @@ def main(argv=None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(args.repeats):
             for algo in args.algos:
-                for memory in (True, False):
-                    port = args.base_port + 10 * len(runs)
+                for memory in ((True, False) if repeat % 2 == 0 else (False, True)):
+                    port = find_free_port_block(args.builds, start=args.base_port + 10 * len(runs))
                     run = measure(algo, memory, args, port, Path(tmp) / f"{algo}{memory}{repeat}")
                     run["repeat"] = repeat
                     runs.append(run)

@@ -287,3 +287,13 @@ def test_one_step_lstm_path_equals_nn_lstm():
                                        memory[None, :, 6:].contiguous()))
     torch.testing.assert_close(out, ref[:, 0])
     torch.testing.assert_close(memory_out, torch.cat([h[0], c[0]], -1))
+
+
+def test_a_sequence_with_a_torn_row_is_never_sampled():
+    """A row a killed writer left torn (invalid) takes its whole sequence out of sampling."""
+    buf = ReplayBuffer(64, OBS, 4, seed=0, mask_dim=5, memory_dim=M, sequence_length=L)
+    buf.add(_as_batch(_sequence_rows(4)))
+    buf._valid[2 * L + 1] = 0                      # what _repair leaves after a dead writer
+    batch = buf.sample(400 * L)
+    _assert_whole_sequences(batch, 400)
+    assert set(batch.rewards.astype(int)) == {0, 1, 3}
