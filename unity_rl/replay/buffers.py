@@ -44,9 +44,9 @@ of the two priority trees (rounded up to a power of two) when prioritised (8 byt
 the cpprb sampler, plus cpprb's own trees).  ``state_dict()`` copies the filled rows: the
 same cost again, once, in the checkpoint.
 
-Size (over ~400 lines on purpose): the uniform, prioritised and shared-memory buffers share one
-storage layout and sum-tree code, and the shared buffer's lock recovery needs that storage's
-internals.
+Size (over ~400 lines on purpose): the uniform, prioritised, sequence and shared-memory buffers
+share one storage layout and sum-tree code, and the shared buffer's lock recovery needs that
+storage's internals.
 """
 from __future__ import annotations
 
