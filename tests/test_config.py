@@ -302,10 +302,17 @@ def test_memory_is_validated_as_mlagents_does(tmp_path, memory, key, problem):
 
 
 def test_memory_is_refused_for_trainer_types_without_it(tmp_path):
-    err = error_for(tmp_path, "behaviors:\n  B:\n    trainer_type: sac\n    network_settings:\n"
+    err = error_for(tmp_path, "behaviors:\n  B:\n    trainer_type: ddpg\n    network_settings:\n"
                               "      memory: {sequence_length: 8, memory_size: 16}\n")
     assert_names(err, "behaviors.B.network_settings", "memory",
-                 "memory is not supported for trainer_type sac yet")
+                 "memory is not supported for trainer_type ddpg yet")
+
+
+def test_sac_memory_sequence_length_is_checked_against_batch_size(tmp_path):
+    err = error_for(tmp_path, "behaviors:\n  B:\n    trainer_type: sac\n    hyperparameters:\n"
+                              "      batch_size: 32\n    network_settings:\n"
+                              "      memory: {sequence_length: 64, memory_size: 16}\n")
+    assert_names(err, "behaviors.B.network_settings.memory", "sequence_length", "batch_size (32)")
 
 
 @pytest.mark.parametrize("old, new, section, key", [

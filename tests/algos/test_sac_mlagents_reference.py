@@ -9,7 +9,10 @@ Replaying them through ``SACLearner`` with the same settings and the same repara
 check the tanh-squashed Gaussian with state-dependent σ, masked branches with exact expectations,
 the hybrid V target with ML-Agents' sign, the discount, the reward strength, the entropy targets,
 the three Adams in their order, the Polyak step and (case "normalized") the normaliser's
-statistics (folded in by ``observe``) and their use by every network.
+statistics (folded in by ``observe``) and their use by every network. Case "memory" adds
+``network_settings.memory``: minibatches of whole sequences, some padded, each sequence's stored
+actor and critic memory, zero Q memories, V' from the critic's memory one step in, padded rows
+masked out of the policy and entropy losses but (ML-Agents' quirk) not out of the Q and V losses.
 """
 from __future__ import annotations
 
@@ -20,14 +23,14 @@ import numpy as np
 import pytest
 import torch
 
-from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.algorithms.network_config import MemoryConfig, NetworkConfig
 from unity_rl.algorithms.reward_signals.config import RewardSignalConfig
 from unity_rl.algorithms.sac.config import SACConfig
 from unity_rl.algorithms.sac.learner import SACLearner
 from unity_rl.experience import TransitionBatch
 
 REFERENCE = Path(__file__).resolve().parent / "mlagents_reference"
-CASES = ("continuous", "discrete", "hybrid", "normalized")
+CASES = ("continuous", "discrete", "hybrid", "normalized", "memory")
 MODULES = ("policy", "critic", "target_critic", "q1", "q2")
 ALPHAS = ("log_alpha_discrete", "log_alpha_continuous")
 
@@ -52,8 +55,10 @@ def _learner(case: dict, **cfg_overrides) -> SACLearner:
     cfg = SACConfig(batch_size=int(case["batch_size"]), learning_rate=float(case["learning_rate"]),
                     tau=float(case["tau"]), init_entcoef=float(case["init_entcoef"]),
                     max_steps=int(case["max_steps"]), **cfg_overrides)
+    memory = (MemoryConfig(sequence_length=int(case["sequence_length"]),
+                           memory_size=int(case["memory_size"])) if "memory_size" in case else None)
     net = NetworkConfig(normalize=bool(case["normalize"]), hidden_units=int(case["hidden"]),
-                        num_layers=int(case["layers"]))
+                        num_layers=int(case["layers"]), memory=memory)
     extrinsic = RewardSignalConfig("extrinsic", gamma=float(case["gamma"]),
                                    strength=float(case["strength"]))
     return SACLearner(_obs_shapes(case), spec, cfg, net, reward_signals=(extrinsic,), seed=0)
@@ -84,9 +89,13 @@ def _batch(case: dict, data: dict, u: int) -> TransitionBatch:
     actions = np.concatenate([data[f"continuous/{u}"],
                               data[f"discrete/{u}"].astype(np.float32)], axis=1)
     masks = data[f"allowed/{u}"].astype(np.uint8) if len(case["branches"]) else None
+    memory = {}
+    if "memory_size" in case:
+        memory = dict(memories=data[f"memories/{u}"], critic_memories=data[f"critic_memories/{u}"],
+                      loss_mask=data[f"masks/{u}"].astype(np.uint8))
     return TransitionBatch(obs=obs, actions=actions, rewards=data[f"rewards/{u}"],
                            next_obs=next_obs, terminated=data[f"terminated/{u}"],
-                           action_masks=masks)
+                           action_masks=masks, **memory)
 
 
 def _fold_into_normalizer(learner: SACLearner, case: dict, data: dict, u: int) -> None:
@@ -155,6 +164,32 @@ def test_reported_losses_are_mlagents(name):
                 continue  # ML-Agents reports the mean of no coefficient (NaN); we report 0
             np.testing.assert_allclose(result.metrics[metric], expected[u, k], rtol=1e-5,
                                        atol=1e-5, err_msg=f"{name}: update {u}: {metric}")
+
+
+def test_memory_case_has_padding_and_memories():
+    """The memory case tests what it claims: padded rows, and stored memories that matter."""
+    ref = _load("memory")
+    case, data = ref["case"], ref["data"]
+    L = int(case["sequence_length"])
+    masks = data["masks/0"]
+    assert 0 < masks.sum() < len(masks) and masks[::L].all()  # padding, never a whole sequence
+    learner = _learner(case)
+    _load_weights(learner, ref["before"])
+    batch = _batch(case, data, 0)
+    learner.generator.manual_seed(int(case["seeds"][0]))
+    with_memory = learner.update(batch).metrics["Losses/Value Loss"]
+    learner = _learner(case)
+    _load_weights(learner, ref["before"])
+    learner.generator.manual_seed(int(case["seeds"][0]))
+    zeroed = learner.update(batch._replace(critic_memories=np.zeros_like(batch.critic_memories)))
+    assert abs(zeroed.metrics["Losses/Value Loss"] - with_memory) > 1e-4
+
+
+def test_masked_padded_value_loss_departs_from_mlagents():
+    """``sac_padded_value_loss`` (Q and V losses over the real rows only) changes the update."""
+    ref, learner, _ = _replay("memory", padded_value_loss="masked")
+    q1 = "q1.heads.extrinsic.weight"
+    assert np.abs(_state(learner)[q1] - ref["after"][q1]).max() > 1e-4
 
 
 def test_hybrid_fixed_sign_departs_from_mlagents():

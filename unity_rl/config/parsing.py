@@ -95,7 +95,8 @@ def _check_memory(trainer_type: str, hyperparameters: Any, network: NetworkConfi
         raise net_where.error("memory", f"memory is not supported for trainer_type "
                                         f"{trainer_type} yet (supported: "
                                         f"{', '.join(MEMORY_TRAINER_TYPES)}); set memory: null")
-    batch_size = getattr(hyperparameters, "minibatch_size", None)
+    batch_size = getattr(hyperparameters, "minibatch_size",
+                         getattr(hyperparameters, "batch_size", None))
     if batch_size is not None and memory.sequence_length > batch_size:
         raise net_where.child("memory").error(
             "sequence_length", f"must be <= hyperparameters.batch_size ({batch_size}), "

@@ -72,7 +72,7 @@ def is_int(value: Any) -> bool:
 
 
 
-MEMORY_TRAINER_TYPES = ("ppo",)
+MEMORY_TRAINER_TYPES = ("ppo", "sac")
 """Trainer types that implement ``network_settings.memory`` (the others refuse it by name)."""
 
 
@@ -134,7 +134,7 @@ class BehaviorConfig:
         if memory is not None:
             if self.trainer_type not in MEMORY_TRAINER_TYPES:
                 raise ValueError(f"memory is not supported for trainer_type {self.trainer_type} yet")
-            batch_size = getattr(hp, "minibatch_size", None)
+            batch_size = getattr(hp, "minibatch_size", getattr(hp, "batch_size", None))
             check_field(batch_size is None or memory.sequence_length <= batch_size, "behavior",
                         "network_settings", f"memory.sequence_length <= batch_size ({batch_size})",
                         memory.sequence_length)
