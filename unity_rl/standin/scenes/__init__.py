@@ -30,6 +30,9 @@ Collector      (PNG) + frozen flag 1, 3 continuous + [2]
 Hallway        ``Hallway?team=0``: stacked rays 105 (3 stacks) +   17      6         3000
                stacked StepCount/MaxStep 3, 1 branch of 5;
                the cue is seen only at the first decision
+Sorter         ``Sorter?team=0``: buffer sensor (20, 23) +       8       5         5000
+               RB 10 + stacked vector 8, branches [3,3,3];
+               reads ``num_tiles``
 Mock           from ``--standin-spec JSON_OR_PATH`` (unity_rl.testing, docs/testing.md)
 =============  ===============================================  ======  ========  ========
 
@@ -56,6 +59,7 @@ from unity_rl.standin.scenes.visual_3dball import Visual3DBallModel
 # zoo (part B): Unity's Crawler, Walker, Worm, PushBlock, WallJump, Match3 (docs/zoo.md)
 from unity_rl.standin.scenes.blocks import PushBlockModel, WallJumpModel  # noqa: E402
 from unity_rl.standin.scenes.hallway import HallwayModel  # noqa: E402
+from unity_rl.standin.scenes.sorter import SorterModel  # noqa: E402
 from unity_rl.standin.scenes.locomotion import CrawlerModel, WalkerModel, WormModel  # noqa: E402
 from unity_rl.standin.scenes.match3 import (  # noqa: E402
     Match3Model,
@@ -104,6 +108,8 @@ SCENES.update({
     ),
     # a T-maze whose cue is seen only at the first decision: the task needs memory (hallway.py)
     "Hallway": (BehaviorDef("Hallway?team=0", HallwayModel, 17, 6, 3000),),
+    # numbered tiles seen through a buffer sensor (20, 23); reads num_tiles (sorter.py)
+    "Sorter": (BehaviorDef("Sorter?team=0", SorterModel, 8, 5, 5000),),
 })
 
 __all__ = ["SCENES", "BehaviorDef"]
