@@ -4,6 +4,8 @@ DP 5; MaxStep 5000), ``num_tiles`` read from the environment-parameters channel,
 gymnasium and PettingZoo views of the buffer observation, and the rules in-process."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from mlagents_envs.base_env import DimensionProperty, ObservationType
@@ -134,3 +136,11 @@ def test_time_penalty_is_unitys():
     model = _model(2)
     reward, done = model.act(np.array([0]), np.zeros((1, 0)), np.array([[0, 0, 0]]))
     assert reward[0] == pytest.approx(-1 / MAX_STEP) and not done[0]
+
+
+def test_blind_option_sends_only_padding():
+    params = EnvironmentParameters()
+    model = SorterModel(2, np.random.default_rng(0), params, SimpleNamespace(blind=True))
+    model.reset(np.array([0, 1]))
+    buffer = model.observe(np.array([0, 1]))[0]
+    assert buffer.shape == (2, 20, 23) and not buffer.any() and model.count.min() >= 1

@@ -31,6 +31,9 @@ Stand-in choices (not Unity's physics): a flat disc arena of radius 9.5, tiles a
 angles k·18°, the agent a disc that moves 0.15 per academy step (7.5 units/s) without inertia
 and turns 4° per academy step (Unity's 200°/s × 0.02 s), a tile touched when the agent's centre
 comes within 1.2 of it; the agent starts each episode at the centre with a random heading.
+
+``--standin-blind``: the buffer sensor sends zero rows only (every row is padding), same shape:
+a baseline that never sees the tiles (what dropping the buffer observation costs).
 """
 from __future__ import annotations
 
@@ -65,6 +68,7 @@ class SorterModel:
     def __init__(self, n: int, rng: np.random.Generator, params: EnvironmentParameters,
                  opts=None):
         self.rng, self.params = rng, params
+        self.blind = bool(getattr(opts, "blind", False))
         self.pos = np.zeros((n, 2))
         self.vel = np.zeros((n, 2))  # world (x, z) per academy step
         self.heading = np.zeros(n)  # radians, 0 = +z, clockwise seen from above
@@ -137,7 +141,7 @@ class SorterModel:
         buffer = np.zeros((k, HIGHEST_TILE, ENTITY_SIZE), np.float32)
         rows = np.arange(HIGHEST_TILE)[None, :]
         on_floor = rows < self.count[idx][:, None]
-        ii, rr = np.nonzero(on_floor)
+        ii, rr = np.nonzero(on_floor & (not self.blind))
         buffer[ii, rr, self.numbers[idx][ii, rr] - 1] = 1.0
         rel = (self.tiles[idx] - pos[:, None, :]) / 20.0
         buffer[ii, rr, HIGHEST_TILE] = rel[ii, rr, 0]
