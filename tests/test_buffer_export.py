@@ -85,3 +85,38 @@ def test_entity_order_does_not_matter_an_added_entity_does():
             [few[:, [1, 0, 2, 3]].reshape(1, -1), vec], axis=1)))  # order of entities: none
     assert np.abs((a - b).numpy()).max() > 1e-4
     np.testing.assert_allclose(a.numpy(), c.numpy(), atol=1e-5)
+
+
+def test_saved_policy_with_a_buffer_sensor_rebuilds_and_exports(tmp_path):
+    """A ``<Behavior>.pt`` of a buffer-sensor behavior (as the trainer writes it) reloads with its
+    attention encoder and exports; onnxruntime equals the learner's policy."""
+    from dataclasses import asdict
+
+    from unity_rl.export import export_checkpoint, load_policy
+
+    spec = SimpleNamespace(continuous_size=0, discrete_branches=(3, 3))
+    net = NetworkConfig(hidden_units=16)
+    learner = PPOLearner(SHAPES, spec, PPOConfig(), net, seed=0)
+    path = tmp_path / "Sorter.pt"
+    torch.save({"trainer_type": "ppo", "behavior_name": "Sorter?team=0", "obs_dim": 34,
+                "obs_shapes": SHAPES, "action_spec": (0, (3, 3)), "network": asdict(net),
+                "weights": learner.weights(), "agent_steps": 1}, path)
+    loaded = load_policy(path)
+    assert loaded.obs_shapes == ((6, 5), (4,))
+    entities, vector, flat = _obs(np.random.default_rng(4), 5)
+    masks = np.ones((5, 6), np.float32)
+    onnx_path = export_checkpoint(path)
+    got = ort.InferenceSession(str(onnx_path)).run(
+        ["discrete_actions"], {"obs_0": entities, "obs_1": vector, "action_masks": masks})[0]
+    with torch.no_grad():
+        expected = learner.export_module()(torch.from_numpy(flat), torch.from_numpy(masks))
+    np.testing.assert_array_equal(got, expected.numpy())
+
+
+def test_ddpg_takes_a_buffer_sensor():
+    from unity_rl.algorithms.ddpg.learner import DDPGConfig, DDPGLearner
+
+    spec = SimpleNamespace(continuous_size=2, discrete_branches=())
+    learner = DDPGLearner(SHAPES, spec, DDPGConfig(), 16, 1, normalize=False, seed=0)
+    actions = learner.make_policy().act(_obs(np.random.default_rng(5), 3)[2], noise=False)
+    assert actions.shape == (3, 2) and np.isfinite(actions).all()
