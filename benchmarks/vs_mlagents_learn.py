@@ -83,6 +83,11 @@ SCENES = {
     "Sorter": Scene("Sorter", ("ppo/Sorter_curriculum.yaml",), {"Sorter": 1.2}),
     "SorterBlind": Scene("Sorter", ("ppo/Sorter_curriculum.yaml",), {"Sorter": 1.2},
                          ("--standin-blind",), tools=("unity-rl",)),
+    # configs/ppo/sorter_quick.yaml (lesson 0, smaller buffer), with and without the tiles
+    "SorterQuick": Scene("Sorter", ("configs/ppo/sorter_quick.yaml",), {"Sorter": 1.2},
+                         tools=("unity-rl",)),
+    "SorterQuickBlind": Scene("Sorter", ("configs/ppo/sorter_quick.yaml",), {"Sorter": 1.2},
+                              ("--standin-blind",), tools=("unity-rl",)),
     # Unity's SAC configs (configs_dir/sac/...), unchanged
     "3DBallSAC": Scene("3DBall", ("sac/3DBall.yaml",), {"3DBall": 95.0}),
     "BasicSAC": Scene("Basic", ("sac/Basic.yaml",), {"Basic": 0.9}),

@@ -27,10 +27,12 @@ Unity's interface (``Sorter/Prefabs/Area.prefab``, ``SorterAgent.cs``; ``EXAMPLE
   ``num_tiles``), numbers drawn without replacement from 1..20, each on its own one of 20 slots
   on a circle around the agent's start.
 
-Stand-in choices (not Unity's physics): a flat disc arena of radius 9.5, tiles at radius 6 on
-angles k·18°, the agent a disc that moves 0.15 per academy step (7.5 units/s) without inertia
-and turns 4° per academy step (Unity's 200°/s × 0.02 s), a tile touched when the agent's centre
-comes within 1.2 of it; the agent starts each episode at the centre with a random heading.
+Stand-in choices (not Unity's physics): a flat disc arena of radius 5.5, tiles at radius 4 on
+angles k·18° (a ring the agent reaches in about 4 decisions), the agent a disc that moves 0.15
+per academy step (7.5 units/s) without inertia and turns 4° per academy step (Unity's 200°/s ×
+0.02 s), a tile touched when the agent's centre comes within 1.0 of it; the agent starts each
+episode at the centre with a random heading. The arena is small so that a random policy touches
+tiles often (episodes of tens of decisions, not hundreds): the task is learnable in minutes.
 
 ``--standin-blind``: the buffer sensor sends zero rows only (every row is padding), same shape:
 a baseline that never sees the tiles (what dropping the buffer observation costs).
@@ -49,7 +51,7 @@ HIGHEST_TILE = 20
 ENTITY_SIZE = HIGHEST_TILE + 3
 DEFAULT_MAX_NUM_TILES = 20
 MAX_STEP = 5000
-ARENA_RADIUS, TILE_RADIUS, TOUCH = 9.5, 6.0, 1.2
+ARENA_RADIUS, TILE_RADIUS, TOUCH = 5.5, 4.0, 1.0
 SPEED, TURN = 0.15, np.deg2rad(4.0)
 VARIABLE_SIZE, NONE = 4, 1
 """mlagents-envs' DimensionProperty values of a buffer sensor's two axes."""
