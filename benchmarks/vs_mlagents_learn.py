@@ -78,6 +78,16 @@ SCENES = {
     # Unity's GridWorld as the default stand-in sends it: camera + GOAL_SIGNAL, 5x5, every step.
     "GridWorldGoal": Scene("GridWorld", ("GridWorld.yaml",), {"GridWorld": 0.8}),
     "Hallway": Scene("Hallway", ("ppo/Hallway.yaml",), {"Hallway": 0.9}),
+    # Unity's Sorter_curriculum (num_tiles lessons, progress-based); buffer sensor (20, 23).
+    # SorterBlind: the same with every buffer row zero (padding): what dropping it costs
+    "Sorter": Scene("Sorter", ("ppo/Sorter_curriculum.yaml",), {"Sorter": 1.2}),
+    "SorterBlind": Scene("Sorter", ("ppo/Sorter_curriculum.yaml",), {"Sorter": 1.2},
+                         ("--standin-blind",), tools=("unity-rl",)),
+    # configs/ppo/sorter_quick.yaml (lesson 0, smaller buffer), with and without the tiles
+    "SorterQuick": Scene("Sorter", ("configs/ppo/sorter_quick.yaml",), {"Sorter": 1.2},
+                         tools=("unity-rl",)),
+    "SorterQuickBlind": Scene("Sorter", ("configs/ppo/sorter_quick.yaml",), {"Sorter": 1.2},
+                              ("--standin-blind",), tools=("unity-rl",)),
     # Unity's SAC configs (configs_dir/sac/...), unchanged
     "3DBallSAC": Scene("3DBall", ("sac/3DBall.yaml",), {"3DBall": 95.0}),
     "BasicSAC": Scene("Basic", ("sac/Basic.yaml",), {"Basic": 0.9}),

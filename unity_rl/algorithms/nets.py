@@ -10,6 +10,12 @@ import torch
 from torch import nn
 
 
+class Swish(nn.Module):
+    """x·σ(x) (Ramachandran et al. 2017, arXiv:1710.05941), as ML-Agents' ``Swish``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.sigmoid(x)
+
 
 def layer_init(layer: nn.Linear, std: float = np.sqrt(2), bias: float = 0.0) -> nn.Linear:
     """Orthogonal weights, constant bias (the PPO implementation-details default)."""

@@ -24,7 +24,8 @@ Stand-in options (all optional; see unity_builds/README.md):
 ``--standin-basic-start CELL``     Basic: start cell (default 10)
 ``--standin-spec JSON_OR_PATH``    Mock: its spec, JSON text or a JSON file (docs/testing.md)
 ``--standin-connect-timeout S``    give up (exit 1) when no trainer answers the handshake
-``--standin-blind``                GridWorld: send all-black camera images (same shape, PNG)
+``--standin-blind``                GridWorld: send all-black camera images (same shape, PNG);
+                                   Sorter: send the buffer sensor with zero rows only
 ``--standin-gridworld-tinted``     GridWorld: the earlier stand-in shape (camera 3x40x40 only,
                                    target shown by the floor tint, 3x3, period 5, MaxStep 500)
 ``--standin-heuristic``            Pyramids: act with the scene's built-in heuristic, ignoring
@@ -64,7 +65,8 @@ class PlayerOptions:
     """--standin-spec: the Mock scene's spec, JSON text or a file path (read by the scene)."""
     connect_timeout: float = 30.0
     blind: bool = False
-    """GridWorld: all-black images, for a policy blind to the image (a baseline)."""
+    """GridWorld: all-black images, for a policy blind to the image (a baseline); Sorter: an
+    all-padding buffer sensor (a policy that never sees the tiles)."""
     gridworld_tinted: bool = False
     """GridWorld: the tinted variant (the stand-in's shape before it matched Unity's scene)."""
     heuristic: bool = False

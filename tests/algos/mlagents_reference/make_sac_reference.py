@@ -7,7 +7,7 @@ side by side), from the repository root::
     DIR/venv/bin/python tests/algos/mlagents_reference/make_sac_reference.py
 
 For each case (continuous, discrete with masks, hybrid; vector observations, one case with
-``normalize: true``) this builds ML-Agents' ``SACTrainer`` with its policy
+``normalize: true``; a buffer sensor beside a vector) this builds ML-Agents' ``SACTrainer`` with its policy
 (``SimpleActor(conditional_sigma=True, tanh_squash=True)``) and ``TorchSACOptimizer``, then runs
 ``UPDATES`` calls of ``optimizer.update`` on fixed minibatches of random transitions, each
 minibatch's rewards evaluated as ``OffPolicyTrainer._update_policy`` does
@@ -61,6 +61,10 @@ CASES = {
     # LSTM memory (sequence_length 4, memory_size 10): hybrid actions, padded sequences
     "memory": dict(obs=[(6,)], continuous=2, branches=(3,), hidden=16, layers=2, gamma=0.9,
                    strength=1.0, normalize=False, sequence_length=4, memory_size=10),
+    # a buffer sensor (6 entities of 5, zero rows as padding) beside a vector, hybrid action:
+    # every network's attention path. ML-Agents' attention width (128) shrunk to 16 alike
+    "buffer": dict(obs=[(6, 5), (4,)], continuous=2, branches=(3,), hidden=16, layers=2,
+                   gamma=0.95, strength=1.0, normalize=False, attention=16),
 }
 BATCH, UPDATES = 32, 3
 SEEDS = (11, 12, 13)
@@ -70,9 +74,14 @@ LOSSES = ("Losses/Policy Loss", "Losses/Value Loss", "Losses/Q1 Loss", "Losses/Q
 
 
 def _trainer(case: dict) -> SACTrainer:
-    obs_specs = [ObservationSpec(tuple(shape), (DimensionProperty.NONE,),
+    props = {1: (DimensionProperty.NONE,),
+             2: (DimensionProperty.VARIABLE_SIZE, DimensionProperty.NONE)}  # a BufferSensor
+    obs_specs = [ObservationSpec(tuple(shape), props[len(shape)],
                                  ObservationType.DEFAULT, f"obs{i}")
                  for i, shape in enumerate(case["obs"])]
+    if "attention" in case:
+        from mlagents.trainers.torch_entities.networks import ObservationEncoder
+        ObservationEncoder.ATTENTION_EMBEDDING_SIZE = case["attention"]
     spec = BehaviorSpec(obs_specs, ActionSpec(case["continuous"], tuple(case["branches"])))
     settings = TrainerSettings(
         trainer_type="sac",
@@ -98,11 +107,21 @@ def _linear_state(state: dict, prefix: str, ours: str) -> dict:
     return {f"{ours}.{k[len(prefix):]}": v for k, v in state.items() if k.startswith(prefix)}
 
 
+def _attention_state(state: dict, ours: str) -> dict:
+    """The observation encoder's attention parameters (buffer sensors) under ours' names:
+    ``processors.<i>`` is ``encoders.<i>``; ``rsa`` and ``x_self_encoder`` keep their names."""
+    prefix = "network_body.observation_encoder."
+    return {f"{ours}.body.encoder." + k[len(prefix):].replace("processors.", "encoders.", 1): v
+            for k, v in state.items() if k.startswith(prefix)
+            and any(p in k for p in ("self_ent_encoder", ".rsa.", "x_self_encoder"))}
+
+
 def _value_network(module: torch.nn.Module, ours: str) -> dict:
     """An ML-Agents ``ValueNetwork`` under ``unity_rl.algorithms.sac.nets.ValueNetwork``'s names."""
     state = module.state_dict()
     return {**_linear_state(state, "network_body._body_endoder.seq_layers.", f"{ours}.body.layers"),
             **_linear_state(state, "network_body.lstm.lstm.", f"{ours}.body.lstm"),
+            **_attention_state(state, ours),
             **_linear_state(state, "value_heads.value_heads.", f"{ours}.heads")}
 
 
@@ -114,6 +133,7 @@ def _our_names(trainer: SACTrainer, case: dict) -> dict[str, np.ndarray]:
     opt = trainer.optimizer
     out = _linear_state(actor, "network_body._body_endoder.seq_layers.", "policy.body.layers")
     out.update(_linear_state(actor, "network_body.lstm.lstm.", "policy.body.lstm"))
+    out.update(_attention_state(actor, "policy"))
     if case["continuous"]:
         out.update(_linear_state(actor, "action_model._continuous_distribution.mu.", "policy.mu"))
         out.update(_linear_state(actor, "action_model._continuous_distribution.log_sigma.",
@@ -142,10 +162,8 @@ def _minibatch(case: dict, rng: np.random.Generator) -> dict[str, np.ndarray]:
         allowed[:, start] = True
         discrete.append([rng.choice(np.flatnonzero(row)) for row in allowed[:, start:start + size]])
         start += size
-    return {**{f"obs{i}": rng.normal(size=(n, *s)).astype(np.float32)
-               for i, s in enumerate(case["obs"])},
-            **{f"next_obs{i}": rng.normal(size=(n, *s)).astype(np.float32)
-               for i, s in enumerate(case["obs"])},
+    return {**{f"obs{i}": _random_obs(rng, n, s) for i, s in enumerate(case["obs"])},
+            **{f"next_obs{i}": _random_obs(rng, n, s) for i, s in enumerate(case["obs"])},
             "continuous": rng.uniform(-0.99, 0.99, (n, case["continuous"])).astype(np.float32),
             "discrete": np.asarray(discrete, np.int64).T.reshape(n, len(branches)),
             "allowed": allowed,
@@ -175,6 +193,12 @@ def _pad_sequences(case: dict, data: dict, rng: np.random.Generator) -> dict[str
     data["memories"][pad] = 0.0
     data["critic_memories"][pad] = 0.0
     return data
+def _random_obs(rng: np.random.Generator, n: int, shape) -> np.ndarray:
+    """Standard normal; a buffer sensor's rows past a random count are zero (padding)."""
+    x = rng.normal(size=(n, *shape)).astype(np.float32)
+    if len(shape) == 2:
+        x[np.arange(shape[0])[None, :] >= rng.integers(0, shape[0] + 1, n)[:, None]] = 0.0
+    return x
 
 
 def _buffer(case: dict, data: dict) -> AgentBuffer:

@@ -33,6 +33,9 @@ Hallway        ``Hallway?team=0``: stacked rays 105 (3 stacks) +   17      6    
 Pyramids       ``Pyramids?team=0``: 3 ray sensors 56 each + switch    16      5         5000
                state and velocity 4, 1 branch of 5; sparse: +2
                at the gold brick (``--standin-heuristic``)
+Sorter         ``Sorter?team=0``: buffer sensor (20, 23) +       8       5         5000
+               RB 10 + stacked vector 8, branches [3,3,3];
+               reads ``num_tiles``
 Mock           from ``--standin-spec JSON_OR_PATH`` (unity_rl.testing, docs/testing.md)
 =============  ===============================================  ======  ========  ========
 
@@ -60,6 +63,7 @@ from unity_rl.standin.scenes.visual_3dball import Visual3DBallModel
 from unity_rl.standin.scenes.blocks import PushBlockModel, WallJumpModel  # noqa: E402
 from unity_rl.standin.scenes.hallway import HallwayModel  # noqa: E402
 from unity_rl.standin.scenes.pyramids import PyramidsModel  # noqa: E402
+from unity_rl.standin.scenes.sorter import SorterModel  # noqa: E402
 from unity_rl.standin.scenes.locomotion import CrawlerModel, WalkerModel, WormModel  # noqa: E402
 from unity_rl.standin.scenes.match3 import (  # noqa: E402
     Match3Model,
@@ -110,6 +114,8 @@ SCENES.update({
     "Hallway": (BehaviorDef("Hallway?team=0", HallwayModel, 17, 6, 3000),),
     # press a switch, knock the pyramid it raises, touch the gold brick: sparse (pyramids.py)
     "Pyramids": (BehaviorDef("Pyramids?team=0", PyramidsModel, 16, 5, 5000),),
+    # numbered tiles seen through a buffer sensor (20, 23); reads num_tiles (sorter.py)
+    "Sorter": (BehaviorDef("Sorter?team=0", SorterModel, 8, 5, 5000),),
 })
 
 __all__ = ["SCENES", "BehaviorDef"]
