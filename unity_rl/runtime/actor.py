@@ -177,7 +177,8 @@ class _Lane:
         if not isinstance(self.policy, ActingPolicy):
             raise TypeError(f"behavior {name}: the policy factory made a "
                             f"{type(self.policy).__name__}, not an ActingPolicy")
-        self.collector = TrajectoryCollector(plan.time_horizon, plan.sequence_length)
+        self.collector = TrajectoryCollector(plan.time_horizon, plan.sequence_length,
+                                             plan.collect_groups)
         self.version = -1
         self.result = None
         self.obs: np.ndarray | None = None
@@ -214,7 +215,8 @@ class _Lane:
         segment = Segment(trajectories=trajectories, policy_version=self.version,
                           actor_id=actor_id,
                           agent_steps=sum(len(t.rewards) for t in trajectories),
-                          episode_returns=returns, episode_lengths=lengths)
+                          episode_returns=returns, episode_lengths=lengths,
+                          group_returns=self.collector.pop_group_returns())
         return self.policy.finish_segment(segment)
 
     def info(self) -> BehaviorInfo:

@@ -36,6 +36,10 @@ Pyramids       ``Pyramids?team=0``: 3 ray sensors 56 each + switch    16      5 
 Sorter         ``Sorter?team=0``: buffer sensor (20, 23) +       8       5         5000
                RB 10 + stacked vector 8, branches [3,3,3];
                reads ``num_tiles``
+PushBlock-     ``PushBlockCollab?team=0``: grid 6x20x20 (PNG) +   12      5         0 (group
+Collab         RB 10, 1 branch of 7; 4 groups of 3              (4x3)             5000)
+DungeonEscape  ``DungeonEscape?team=0``: RB 10 + stacked rays   36      5         0 (group
+               360 + key 1, 1 branch of 7; 12 groups of 3       (12x3)            15000)
 Mock           from ``--standin-spec JSON_OR_PATH`` (unity_rl.testing, docs/testing.md)
 =============  ===============================================  ======  ========  ========
 
@@ -64,6 +68,8 @@ from unity_rl.standin.scenes.blocks import PushBlockModel, WallJumpModel  # noqa
 from unity_rl.standin.scenes.hallway import HallwayModel  # noqa: E402
 from unity_rl.standin.scenes.pyramids import PyramidsModel  # noqa: E402
 from unity_rl.standin.scenes.sorter import SorterModel  # noqa: E402
+from unity_rl.standin.scenes.collab import PushBlockCollabModel  # noqa: E402
+from unity_rl.standin.scenes.dungeon_escape import DungeonEscapeModel  # noqa: E402
 from unity_rl.standin.scenes.locomotion import CrawlerModel, WalkerModel, WormModel  # noqa: E402
 from unity_rl.standin.scenes.match3 import (  # noqa: E402
     Match3Model,
@@ -116,6 +122,9 @@ SCENES.update({
     "Pyramids": (BehaviorDef("Pyramids?team=0", PyramidsModel, 16, 5, 5000),),
     # numbered tiles seen through a buffer sensor (20, 23); reads num_tiles (sorter.py)
     "Sorter": (BehaviorDef("Sorter?team=0", SorterModel, 8, 5, 5000),),
+    # cooperative: one SimpleMultiAgentGroup per area, group rewards (collab.py, dungeon_escape.py)
+    "PushBlockCollab": (BehaviorDef("PushBlockCollab?team=0", PushBlockCollabModel, 12, 5, 0),),
+    "DungeonEscape": (BehaviorDef("DungeonEscape?team=0", DungeonEscapeModel, 36, 5, 0),),
 })
 
 __all__ = ["SCENES", "BehaviorDef"]
