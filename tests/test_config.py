@@ -317,7 +317,6 @@ def test_memory_is_refused_for_trainer_types_without_it(tmp_path):
     ("strength: 1.0", "strength: 1.0\n      rnd: {strength: 0.01}", "behaviors.3DBall.reward_signals", "rnd"),
     ("keep_checkpoints: 5", "keep_checkpoints: 5\n    behavioral_cloning: {demo_path: x.demo}",
      "behaviors.3DBall", "behavioral_cloning"),
-    ("keep_checkpoints: 5", "keep_checkpoints: 5\n    self_play: {window: 10}", "behaviors.3DBall", "self_play"),
     ("keep_checkpoints: 5", "keep_checkpoints: 5\n    init_path: results/old", "behaviors.3DBall", "init_path"),
 ])
 def test_unsupported_mlagents_features_are_refused_by_name(tmp_path, old, new, section, key):

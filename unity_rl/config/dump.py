@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from unity_rl.config.keys import MEMORY_KEYS, NETWORK_KEYS, hyperparameter_keys
+from unity_rl.config.keys import MEMORY_KEYS, NETWORK_KEYS, SELF_PLAY_KEYS, hyperparameter_keys
 from unity_rl.config.sections import (
     SAMPLER_PARAMETERS,
     BehaviorConfig,
@@ -56,6 +56,8 @@ def _dump_behavior(b: BehaviorConfig) -> dict:
         "keep_checkpoints": b.keep_checkpoints,
         "even_checkpoints": b.even_checkpoints,
         "threaded": b.threaded,
+        "self_play": None if b.self_play is None else
+        {key: getattr(b.self_play, f) for key, f in SELF_PLAY_KEYS.items()},
     }
 
 
