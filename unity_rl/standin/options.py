@@ -27,6 +27,9 @@ Stand-in options (all optional; see unity_builds/README.md):
 ``--standin-blind``                GridWorld: send all-black camera images (same shape, PNG)
 ``--standin-gridworld-tinted``     GridWorld: the earlier stand-in shape (camera 3x40x40 only,
                                    target shown by the floor tint, 3x3, period 5, MaxStep 500)
+``--standin-scripted-team N``      SoccerTwos, StrikersVsGoalie: team N's agents follow a
+                                   script (chase the ball, kick it goalward) whatever actions
+                                   they receive (they still request decisions)
 =================================  ========================================================
 """
 from __future__ import annotations
@@ -65,6 +68,8 @@ class PlayerOptions:
     """GridWorld: all-black images, for a policy blind to the image (a baseline)."""
     gridworld_tinted: bool = False
     """GridWorld: the tinted variant (the stand-in's shape before it matched Unity's scene)."""
+    scripted_team: int | None = None
+    """SoccerTwos / StrikersVsGoalie: the team whose agents play a scripted opponent."""
     ignored: list[str] = field(default_factory=list)
     """Arguments the player did not recognise (Unity ignores them too)."""
 
@@ -130,6 +135,8 @@ def _set(opts: PlayerOptions, name: str, value: str) -> None:
         if not value.strip():
             raise OptionError("--standin-spec expects JSON text or a JSON file's path")
         opts.spec = value
+    elif name == "scripted-team":
+        opts.scripted_team = _int("--standin-scripted-team", value, 0)
     elif name == "connect-timeout":
         opts.connect_timeout = _float("--standin-connect-timeout", value, 0.0)
     else:
