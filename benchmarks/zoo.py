@@ -152,7 +152,9 @@ def updated_behaviors(run_dir: Path) -> set[str]:
 
 def learn_stage(name: str, scene: str, args, configs_dir: Path, port: int, tmp: Path) -> list:
     """mlagents-learn and unity-rl to the target, seeds alternating the order (vs_mlagents_learn)."""
-    spec = race.Scene(scene, (name,), TARGETS[name])
+    # POCA configs: the target is on the group's return (the individual reward is 0 there)
+    tag = race.GROUP_TAG if name.startswith("poca/") else race.TAG
+    spec = race.Scene(scene, (name,), TARGETS[name], tag=tag)
     runs = []
     for i in range(args.seeds):
         for tool in (race.TOOLS if i % 2 == 0 else race.TOOLS[::-1]):

@@ -331,9 +331,9 @@ def test_threaded_is_accepted_as_unity_s_food_collector_config_sets_it(tmp_path)
     assert cfg.behaviors["3DBall"].threaded is True
 
 
-def test_unsupported_trainer_type_and_load_model(tmp_path):
-    err = error_for(tmp_path, MLAGENTS_3DBALL.replace("trainer_type: ppo", "trainer_type: poca"))
-    assert_names(err, "behaviors.3DBall", "trainer_type", "'ppo', 'ddpg', 'sac'", "not support")
+def test_unknown_trainer_type_and_load_model(tmp_path):
+    err = error_for(tmp_path, MLAGENTS_3DBALL.replace("trainer_type: ppo", "trainer_type: mappo"))
+    assert_names(err, "behaviors.3DBall", "trainer_type", "'ppo', 'ddpg', 'sac', 'poca'")
     err = error_for(tmp_path, MLAGENTS_3DBALL + "checkpoint_settings: {load_model: true}\n")
     assert_names(err, "checkpoint_settings", "load_model", "not support")
 

@@ -20,7 +20,8 @@ class StepExtras(NamedTuple):
     A new kind of per-step data is a new field here (default None), never a reuse of a core
     field: every transport copies each field (``owned_copy``), and a consumer that does not know
     a field ignores it. An acting policy fills fields through ``ActingPolicy.step_extras`` (one
-    row per agent acting) or ``finish_segment``. Next in line: group data (POCA).
+    row per agent acting) or ``finish_segment``; the collector fills the group fields
+    (``BehaviorPlan.collect_groups``).
     """
 
     priorities: np.ndarray | None = None

@@ -8,8 +8,8 @@ from mlagents_envs.base_env import ActionTuple
 from unity_rl.standin.academy import Academy
 from unity_rl.standin.options import PlayerOptions
 from unity_rl.standin.scenes import SCENES
-from unity_rl.standin.scenes.collab import (DRAGON_EVERY, DungeonEscapeModel,
-                                            PushBlockCollabModel)
+from unity_rl.standin.scenes.collab import PushBlockCollabModel
+from unity_rl.standin.scenes.dungeon_escape import DungeonEscapeModel
 from unity_rl.standin.side_channels import EnvironmentParameters
 
 
@@ -129,3 +129,12 @@ def test_dungeon_sacrifice_drops_the_key_and_the_carrier_unlocks_the_door():
     (final,) = [b for b in infos if b.done]
     assert sorted(final.ids.tolist()) == ids[1:] and not final.max_step_reached.any()
     assert np.allclose(final.group_rewards, 1.0)
+
+
+def test_agents_come_in_whole_groups():
+    import pytest
+
+    from unity_rl.standin.options import OptionError
+
+    with pytest.raises(OptionError, match="multiple of 3"):
+        Academy(SCENES["DungeonEscape"], PlayerOptions(agents=(4,)), seed=0)

@@ -33,7 +33,7 @@ One ``Academy.EnvironmentStep`` in Unity runs, in this order (Academy.cs, Agent.
 Agent ids are Unity's: a global counter in the order agents are initialised (behavior order,
 then agent order; late agents after them), stable across episodes.
 
-Size (about 460 lines): the lifecycle above is one ordered loop over every agent of every
+Size (about 490 lines): the lifecycle above is one ordered loop over every agent of every
 behavior (decisions, terminals, MaxStep, behavior switches); splitting it would scatter the
 order that the protocol tests check.
 """

@@ -28,7 +28,7 @@ Field numbers (mlagents-envs 1.1.0, communication API 1.5.0)::
     AgentActionProto      1 vector_actions_deprecated  4 value  6 continuous_actions
                           7 discrete_actions
 
-Size: the whole wire format of the stand-in player in one place (about 420 lines).
+Size: the whole wire format of the stand-in player in one place (about 460 lines).
 """
 from __future__ import annotations
 

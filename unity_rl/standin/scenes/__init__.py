@@ -64,7 +64,8 @@ from unity_rl.standin.scenes.visual_3dball import Visual3DBallModel
 # zoo (part B): Unity's Crawler, Walker, Worm, PushBlock, WallJump, Match3 (docs/zoo.md)
 from unity_rl.standin.scenes.blocks import PushBlockModel, WallJumpModel  # noqa: E402
 from unity_rl.standin.scenes.hallway import HallwayModel  # noqa: E402
-from unity_rl.standin.scenes.collab import DungeonEscapeModel, PushBlockCollabModel  # noqa: E402
+from unity_rl.standin.scenes.collab import PushBlockCollabModel  # noqa: E402
+from unity_rl.standin.scenes.dungeon_escape import DungeonEscapeModel  # noqa: E402
 from unity_rl.standin.scenes.soccer import SoccerTwosModel, StrikersVsGoalieModel  # noqa: E402
 from unity_rl.standin.scenes.locomotion import CrawlerModel, WalkerModel, WormModel  # noqa: E402
 from unity_rl.standin.scenes.match3 import (  # noqa: E402
@@ -114,7 +115,7 @@ SCENES.update({
     ),
     # a T-maze whose cue is seen only at the first decision: the task needs memory (hallway.py)
     "Hallway": (BehaviorDef("Hallway?team=0", HallwayModel, 17, 6, 3000),),
-    # cooperative: one SimpleMultiAgentGroup per area, group rewards (collab.py)
+    # cooperative: one SimpleMultiAgentGroup per area, group rewards (collab.py, dungeon_escape.py)
     "PushBlockCollab": (BehaviorDef("PushBlockCollab?team=0", PushBlockCollabModel, 12, 5, 0),),
     "DungeonEscape": (BehaviorDef("DungeonEscape?team=0", DungeonEscapeModel, 36, 5, 0),),
     # competitive: two teams in one pool of agents, one group per team and field (soccer.py)
