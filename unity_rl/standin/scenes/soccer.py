@@ -183,10 +183,14 @@ class SoccerModel:
         to_goal = goal - ball
         to_goal /= np.linalg.norm(to_goal, axis=1, keepdims=True) + 1e-9
         target = ball - 0.15 * to_goal
+        # on the wrong side of the ball: go round it (beside it, then behind), not through it
+        ahead = np.sum((self.pos[idx] - ball) * to_goal, axis=1) > -0.05
+        beside = np.stack([-to_goal[:, 1], to_goal[:, 0]], 1)
+        beside *= np.sign(np.sum((self.pos[idx] - ball) * beside, axis=1) + 1e-9)[:, None]
+        target[ahead] = (ball - 0.3 * to_goal + 0.35 * beside)[ahead]
         to_target = target - self.pos[idx]
-        if (np.linalg.norm(to_target, axis=1) < 0.08).any():
-            near = np.linalg.norm(to_target, axis=1) < 0.08
-            to_target[near] = (ball - self.pos[idx])[near]
+        near = ~ahead & (np.linalg.norm(to_target, axis=1) < 0.08)
+        to_target[near] = (ball - self.pos[idx])[near]
         want = np.arctan2(to_target[:, 0], to_target[:, 1])
         diff = (want - self.heading[idx] + np.pi) % (2 * np.pi) - np.pi
         out = np.zeros((len(idx), 3), np.int64)
