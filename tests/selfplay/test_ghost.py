@@ -273,3 +273,19 @@ def test_brain_checkpoint_restores_ghost_and_controller():
     assert len(b.ghost.policy_snapshots) == len(a.ghost.policy_snapshots)
     assert {k: v.fixed for k, v in again.lanes().items()} == \
         {k: v.fixed for k, v in sp.lanes().items()}
+
+
+def test_a_finished_learning_brain_hands_over_to_the_other_one():
+    striker_host, goalie_host = FakeHost(), FakeHost()
+    settings = SelfPlayConfig(team_change=10**6)
+    sp = SelfPlay.build({"Striker": (striker_host, settings, {0: "Striker?team=0"}),
+                         "Goalie": (goalie_host, settings, {1: "Goalie?team=1"})}, seed=0)
+    assert sp.controller.learning_team == 0
+    assert sp.advance() is None
+    sp.finished.add("Striker")
+    control = sp.advance()
+    assert sp.controller.learning_team == 1 and control.reset_episodes
+    assert control.lanes["Goalie?team=1"].fixed is False
+    assert control.lanes["Striker?team=0"].fixed is True
+    sp.finished.add("Goalie")
+    assert sp.advance() is None and sp.controller.learning_team == 1  # nobody left to train

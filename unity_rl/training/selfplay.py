@@ -178,6 +178,8 @@ class SelfPlay:
     def __init__(self, controller: GhostController, brains: dict[str, SelfPlayHost]):
         self.controller = controller
         self.brains = brains
+        self.finished: set[str] = set()
+        """Brains that reached their max_steps."""
 
     @classmethod
     def build(cls, brains: Mapping[str, tuple[Any, Any, Mapping[int, str]]],
@@ -220,6 +222,7 @@ class SelfPlay:
         """Every brain's ``GhostTrainer.advance``; the lanes that change and the reset after a
         team change, as one control (None: nothing changed)."""
         before = self.controller.learning_team
+        self._hand_over_when_done()
         lanes: dict[str, LanePolicy] = {}
         for brain in self.brains.values():
             swapped = brain.ghost.advance(brain.steps, brain.weights())
@@ -236,6 +239,17 @@ class SelfPlay:
         if not lanes and not reset:
             return None
         return Control(lanes=lanes, reset_episodes=reset)
+
+    def _hand_over_when_done(self) -> None:
+        """A learning team whose brain reached max_steps hands over to the next team whose brain
+        still trains (asymmetric games; mlagents-learn would wait forever: the other brain's
+        steps move only while it learns). Not in mlagents-learn; said in docs/self-play.md."""
+        learning = [b for b in self.brains.values() if self.controller.learning_team in b.names]
+        waiting = [b for b in self.brains.values() if b.brain not in self.finished]
+        if learning and waiting and all(b.brain in self.finished for b in learning):
+            for b in learning:
+                b.ghost.last_team_change = b.steps
+            self.controller.change_training_team(learning[0].steps)
 
     def elos(self) -> dict[str, float]:
         """Brain -> the learning policy's ELO (``Self-play/ELO``)."""
@@ -278,6 +292,8 @@ class SelfPlayRunner:
 
     def finish(self, name: str) -> None:
         host = self.selfplay.brains.get(name)
+        if host is not None:
+            self.selfplay.finished.add(name)
         for team_name in (host.names.values() if host is not None else (name,)):
             self.runner.finish(team_name)
 
