@@ -188,6 +188,8 @@ class Control(NamedTuple):
 
     def updated(self, change: "Control") -> "Control":
         """This control state after ``change`` (parameters and lanes merged name by name)."""
+        if change.env_parameters is None and change.lanes is None:
+            return self
         out = self._replace(reset_episodes=False)
         if change.env_parameters is not None:
             params = dict(self.env_parameters or {})
