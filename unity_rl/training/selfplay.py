@@ -28,6 +28,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from unity_rl.errors import UserError
 from unity_rl.experience import Segment
 from unity_rl.runtime.messages import SNAPSHOT_VERSION, BehaviorWeights, Control, LanePolicy
 from unity_rl.runtime.runners import BehaviorRound, Round
@@ -48,14 +49,14 @@ def self_play_brains(names: list[str], algorithm_for: Any, reported: Mapping[str
         brain, team = team_of(name)
         first, _, teams = brains.setdefault(brain, (name, algorithm, {}))
         if team in teams:
-            raise ValueError(f"behaviors {teams[team]!r} and {name!r} are both team {team} of "
-                             f"{brain!r}")
+            raise UserError(f"behaviors {teams[team]!r} and {name!r} are both team {team} of "
+                            f"{brain!r}: self-play needs one behavior per team")
         mine, theirs = reported[name], reported[first]
         if (mine.obs_shapes, tuple(mine.action_spec)) != (theirs.obs_shapes,
                                                           tuple(theirs.action_spec)):
-            raise ValueError(f"self-play: {name!r} and {first!r} share one learner but their "
-                             f"observations or actions differ ({mine.obs_shapes} vs "
-                             f"{theirs.obs_shapes})")
+            raise UserError(f"self-play: {name!r} and {first!r} share one learner but their "
+                            f"observations or actions differ ({mine.obs_shapes} vs "
+                            f"{theirs.obs_shapes}): give them separate behavior names")
         teams[team] = name
     return brains
 

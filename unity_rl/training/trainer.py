@@ -10,6 +10,9 @@ It builds the pieces and wires them in one place (``wiring.wire``: mode x backen
 and owns the loop around ``runner.next_update()``: per-behavior step budgets, metrics,
 checkpoints, resume, the final policies.
 
+Size (about 470 lines): the run's setup, loop and outputs share the state of ``_Run``; what a
+feature needs beyond a few lines lives in its own module (``curriculum.py``, ``selfplay.py``).
+
 Contract:
 - every behavior the builds report is trained, with the settings of its section (or
   ``default_settings``); a behavior with neither is an error naming it. ``unity_rl.behavior``
@@ -33,6 +36,10 @@ Contract:
   collections, a re-created actor starts with it) and, where a finished lesson has
   ``require_reset``, resets the builds; lesson numbers go to TensorBoard
   (``Environment/Lesson Number/<parameter>``) and into the checkpoint;
+- self-play (``training.selfplay``): the teams of a section with ``self_play`` share one
+  ``BehaviorRun`` named by the brain (the name before ``?team=``); the runner drives one view per
+  team, the self-play runner merges them back, ``Self-play/ELO`` goes to the brain's metrics and
+  the controller's state into the checkpoint (``self_play``);
 - Ctrl-C or SIGTERM stops cleanly: actors stopped (builds closed), final checkpoint, final
   policies; ``TrainResult.interrupted`` says so. An actor failure raises ``ActorFailedError``
   naming the actor, after the same clean-up (its checkpoint lets the run be resumed).
