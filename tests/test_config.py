@@ -317,7 +317,6 @@ def test_sac_memory_sequence_length_is_checked_against_batch_size(tmp_path):
 
 @pytest.mark.parametrize("old, new, section, key", [
     ("vis_encode_type: simple", "deterministic: true", NET, "deterministic"),
-    ("keep_checkpoints: 5", "keep_checkpoints: 5\n    self_play: {window: 10}", "behaviors.3DBall", "self_play"),
     ("keep_checkpoints: 5", "keep_checkpoints: 5\n    init_path: results/old", "behaviors.3DBall", "init_path"),
 ])
 def test_unsupported_mlagents_features_are_refused_by_name(tmp_path, old, new, section, key):

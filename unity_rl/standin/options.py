@@ -30,6 +30,9 @@ Stand-in options (all optional; see unity_builds/README.md):
                                    target shown by the floor tint, 3x3, period 5, MaxStep 500)
 ``--standin-heuristic``            Pyramids: act with the scene's built-in heuristic, ignoring
                                    the trainer's actions (Unity's "Heuristic Only")
+``--standin-scripted-team N``      SoccerTwos, StrikersVsGoalie: team N's agents follow a
+                                   script (chase the ball, kick it goalward) whatever actions
+                                   they receive (they still request decisions)
 =================================  ========================================================
 """
 from __future__ import annotations
@@ -72,6 +75,8 @@ class PlayerOptions:
     heuristic: bool = False
     """Pyramids: the agents act with the scene's built-in heuristic whatever actions arrive
     (Unity's Behavior Type "Heuristic Only"; for recording demonstrations)."""
+    scripted_team: int | None = None
+    """SoccerTwos / StrikersVsGoalie: the team whose agents play a scripted opponent."""
     ignored: list[str] = field(default_factory=list)
     """Arguments the player did not recognise (Unity ignores them too)."""
 
@@ -137,6 +142,8 @@ def _set(opts: PlayerOptions, name: str, value: str) -> None:
         if not value.strip():
             raise OptionError("--standin-spec expects JSON text or a JSON file's path")
         opts.spec = value
+    elif name == "scripted-team":
+        opts.scripted_team = _int("--standin-scripted-team", value, 0)
     elif name == "connect-timeout":
         opts.connect_timeout = _float("--standin-connect-timeout", value, 0.0)
     else:
