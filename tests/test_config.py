@@ -529,3 +529,10 @@ def test_reward_signals_load_in_yaml_order_and_dump_back(tmp_path):
     assert_names(err, "behaviors.B.reward_signals.extrinsic", "encoding_size", "unknown key")
     err = error_for(tmp_path, "behaviors: {B: {reward_signals: {pleasure: {}}}}\n")
     assert_names(err, "behaviors.B.reward_signals", "pleasure", "unknown reward signal", "extrinsic")
+
+
+def test_poca_refuses_learned_reward_signals_by_name(tmp_path):
+    err = error_for(tmp_path, "behaviors:\n  B:\n    trainer_type: poca\n    reward_signals:\n"
+                              "      extrinsic: {gamma: 0.99, strength: 1.0}\n"
+                              "      curiosity: {gamma: 0.99, strength: 0.02}\n")
+    assert_names(err, "behaviors.B.reward_signals", "curiosity", "not supported for trainer_type 'poca'")

@@ -221,6 +221,10 @@ def _parse_behavior(raw: Any, where: Where) -> BehaviorConfig:
     kwargs["hyperparameters"] = _build(hp_cls, hp_kwargs, hp_where, hp_keys, elsewhere)
     kwargs["network_settings"] = _parse_network(raw.get("network_settings"), where.child("network_settings"))
     _check_memory(trainer_type, kwargs["hyperparameters"], kwargs["network_settings"], where)
+    learned = [s.name for s in signals if s.name != "extrinsic"]
+    if learned and not spec.learned_reward_signals:
+        raise rs_where.error(learned[0], f"{learned[0]} is not supported for trainer_type "
+                                         f"{trainer_type!r} yet (extrinsic only); remove it")
     kwargs["reward_signals"] = signals
     if raw.get("behavioral_cloning") is not None:
         kwargs["behavioral_cloning"] = _parse_behavioral_cloning(
