@@ -4,7 +4,7 @@ when built: ``RunConfig`` and its parts, and ``FrozenMap`` (``ConfigError`` is
 ``env_settings`` and ``engine_settings`` are declared once, with every launch setting, as
 ``unity_rl.envs.settings.LaunchSettings`` (``RunConfig.launch``).
 
-Size (about 460 lines): one frozen dataclass per YAML section, each with a docstring line per
+Size (about 500 lines): one frozen dataclass per YAML section, each with a docstring line per
 field; the curriculum types (``Curriculum``, ``Lesson``, ``CompletionCriteria``) are the next to
 move out should the file grow.
 """
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 
+from unity_rl.algorithms.imitation.config import BehavioralCloningConfig
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
 from unity_rl.algorithms.reward_signals.registry import reward_signal_names
@@ -71,7 +72,44 @@ def is_int(value: Any) -> bool:
 
 
 
-MEMORY_TRAINER_TYPES = ("ppo",)
+@dataclass(frozen=True)
+class SelfPlayConfig:
+    """``behaviors.<name>.self_play`` (ML-Agents 1.1.0's ``SelfPlaySettings``, its code defaults;
+    ``docs/self-play.md``)."""
+
+    save_steps: int = 20_000
+    """Learning-team agent-steps between two snapshots of the learning policy."""
+    team_change: int | None = None
+    """Learning-team agent-steps before the learning team changes (None: 5 x save_steps, as
+    ML-Agents' code; its comment says "about 4x")."""
+    swap_steps: int = 2_000
+    """Opponent (ghost) agent-steps between two opponent swaps (ML-Agents' code default; its
+    docs say 10000)."""
+    window: int = 10
+    """Snapshots kept (a circular list); opponents are drawn from it."""
+    play_against_latest_model_ratio: float = 0.5
+    """Probability that a swap picks the learning policy's latest weights instead of a uniformly
+    drawn snapshot (ML-Agents only warns outside [0, 1]; so does unity_rl)."""
+    initial_elo: float = 1200.0
+    """ELO of the first policy (a resumed run takes the checkpoint's)."""
+
+    def __post_init__(self) -> None:
+        if self.team_change is None:
+            object.__setattr__(self, "team_change", 5 * self.save_steps)
+        for name in ("save_steps", "team_change", "swap_steps", "window"):
+            value = getattr(self, name)
+            check_field(is_int(value) and value >= 1, "self_play", name, "an int >= 1", value)
+        for name in ("play_against_latest_model_ratio", "initial_elo"):
+            value = getattr(self, name)
+            check_field(isinstance(value, (int, float)) and not isinstance(value, bool)
+                        and value == value and abs(value) != float("inf"), "self_play", name,
+                        "a finite number", value)
+        object.__setattr__(self, "play_against_latest_model_ratio",
+                           float(self.play_against_latest_model_ratio))
+        object.__setattr__(self, "initial_elo", float(self.initial_elo))
+
+
+MEMORY_TRAINER_TYPES = ("ppo", "sac")
 """Trainer types that implement ``network_settings.memory`` (the others refuse it by name)."""
 
 
@@ -103,6 +141,11 @@ class BehaviorConfig:
     threaded: bool = False
     """ML-Agents: update the policy while the environment steps. Accepted either way: unity_rl's
     actors always step the builds in processes of their own (unity_rl.mode says how they wait)."""
+    behavioral_cloning: BehavioralCloningConfig | None = None
+    """``behavioral_cloning``: clone a demonstration beside RL (None: off; trainer types whose
+    spec has ``behavioral_cloning``: PPO, SAC)."""
+    self_play: SelfPlayConfig | None = None
+    """``self_play``: train against snapshots of itself (ML-Agents' GhostTrainer); None: off."""
 
     def __post_init__(self) -> None:
         names = trainer_type_names()
@@ -126,14 +169,27 @@ class BehaviorConfig:
                     "behavior", "reward_signals",
                     f"a non-empty tuple of RewardSignalConfig with distinct names among {known}", names)
         hp = self.hyperparameters
+        if self.self_play is not None:
+            check_field(isinstance(self.self_play, SelfPlayConfig), "behavior", "self_play",
+                        "a SelfPlayConfig", self.self_play)
+            check_field(trainer_type(self.trainer_type).self_play, "behavior", "self_play",
+                        f"null for trainer_type {self.trainer_type!r} (self-play wraps "
+                        f"mlagents-learn's trainer types: "
+                        f"{[n for n in trainer_type_names() if trainer_type(n).self_play]})", "a mapping")
         memory = self.network_settings.memory
         if memory is not None:
             if self.trainer_type not in MEMORY_TRAINER_TYPES:
                 raise ValueError(f"memory is not supported for trainer_type {self.trainer_type} yet")
-            batch_size = getattr(hp, "minibatch_size", None)
+            batch_size = getattr(hp, "minibatch_size", getattr(hp, "batch_size", None))
             check_field(batch_size is None or memory.sequence_length <= batch_size, "behavior",
                         "network_settings", f"memory.sequence_length <= batch_size ({batch_size})",
                         memory.sequence_length)
+        if self.behavioral_cloning is not None:
+            with_bc = [t for t in trainer_type_names() if trainer_type(t).behavioral_cloning]
+            check_field(isinstance(self.behavioral_cloning, BehavioralCloningConfig)
+                        and self.trainer_type in with_bc, "behavior", "behavioral_cloning",
+                        f"null for trainer_type {self.trainer_type!r} (behavioral cloning: "
+                        f"{', '.join(with_bc)})", self.behavioral_cloning)
         if self.even_checkpoints:
             object.__setattr__(self, "checkpoint_interval", max(1, self.max_steps // self.keep_checkpoints))
         # max_steps is a behavior-level key in the YAML; the learner's config carries a copy where
@@ -352,6 +408,10 @@ class UnityRLConfig:
     trajectory_cuts: Literal["time_horizon", "segment"] = "time_horizon"
     """'time_horizon': cut trajectories only at time_horizon or an episode end (ML-Agents);
     'segment': also at every segment end (each actor's share of a buffer)."""
+    demo_pairing: Literal["mlagents", "aligned"] = "mlagents"
+    """How behavioral cloning and GAIL pair a demo's observations with actions: 'mlagents' each
+    with the previous action, as mlagents-learn 1.1.0 (Unity's recorder stores it so);
+    'aligned' each with the action taken there (docs/imitation.md, "The pairing quirk")."""
     fix_quirks: tuple[str, ...] = ()
     """ML-Agents quirks to fix rather than copy (names: docs/from-mlagents-learn.md; e.g.
     sac_deterministic_squash); without an entry a trainer type does what ML-Agents does."""
@@ -376,6 +436,8 @@ class UnityRLConfig:
                "an int >= 1", self.torch_threads)
         check_field(self.trajectory_cuts in ("time_horizon", "segment"), s, "trajectory_cuts",
                "'time_horizon' or 'segment'", self.trajectory_cuts)
+        check_field(self.demo_pairing in ("mlagents", "aligned"), s, "demo_pairing",
+                    "'mlagents' or 'aligned'", self.demo_pairing)
         known = known_quirk_fixes()
         check_field(isinstance(self.fix_quirks, tuple) and all(q in known for q in self.fix_quirks),
                     s, "fix_quirks", f"a list of names among {sorted(known)}", self.fix_quirks)
@@ -403,6 +465,14 @@ def with_quirk_fixes(behavior: BehaviorConfig, fixes: tuple[str, ...]) -> Behavi
         return behavior
     return dataclasses.replace(behavior, hyperparameters=dataclasses.replace(
         behavior.hyperparameters, **changes))
+
+
+def with_demo_pairing(behavior: BehaviorConfig, pairing: str) -> BehaviorConfig:
+    """``behavior`` with ``unity_rl.demo_pairing`` copied into the reward signals that read a
+    demonstration (GAIL; behavioral cloning reads it from the run's config)."""
+    signals = tuple(dataclasses.replace(s, demo_pairing=pairing)
+                    if hasattr(s, "demo_pairing") else s for s in behavior.reward_signals)
+    return dataclasses.replace(behavior, reward_signals=signals)
 
 
 @dataclass(frozen=True)
@@ -434,6 +504,13 @@ class RunConfig:
         for name in ("behaviors", "environment_parameters"):
             if not isinstance(getattr(self, name), FrozenMap):
                 object.__setattr__(self, name, FrozenMap(getattr(self, name)))
+        if self.unity_rl.demo_pairing != "mlagents":
+            paired = {name: with_demo_pairing(b, self.unity_rl.demo_pairing)
+                      for name, b in self.behaviors.items()}
+            object.__setattr__(self, "behaviors", FrozenMap(paired))
+            if self.default_settings is not None:
+                object.__setattr__(self, "default_settings", with_demo_pairing(
+                    self.default_settings, self.unity_rl.demo_pairing))
         if self.unity_rl.fix_quirks:
             fixed = {name: with_quirk_fixes(b, self.unity_rl.fix_quirks)
                      for name, b in self.behaviors.items()}

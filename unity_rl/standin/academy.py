@@ -113,11 +113,11 @@ def plan_groups(
     return plans
 
 
-def brain_parameters_bytes(name: str, model: SceneModel) -> bytes:
+def brain_parameters_bytes(name: str, model: SceneModel, spec=None) -> bytes:
     """Serialized BrainParametersProto for a behavior, as Unity's ToBrainParametersProto."""
     from mlagents_envs.communicator_objects.brain_parameters_pb2 import BrainParametersProto
 
-    spec = model.spec
+    spec = spec or model.spec
     bp = BrainParametersProto(brain_name=name, is_training=True)
     bp.action_spec.num_continuous_actions = spec.continuous
     bp.action_spec.num_discrete_actions = len(spec.branches)
@@ -139,7 +139,8 @@ class Group:
         self.name = plan.behavior.name
         self.name_bytes = self.name.encode()
         self.model = model
-        self.spec = model.spec
+        # a pool's behaviors may differ in shape (StrikersVsGoalie): the model's spec_for says
+        self.spec = model.spec_for(self.name) if hasattr(model, "spec_for") else model.spec
         self.n = plan.agents
         self.ids = ids
         self.periods = np.asarray(plan.periods, dtype=np.int64)
@@ -187,7 +188,7 @@ class Group:
     @property
     def brain_bytes(self) -> bytes:
         if self._brain_bytes is None:
-            self._brain_bytes = brain_parameters_bytes(self.name, self.model)
+            self._brain_bytes = brain_parameters_bytes(self.name, self.model, self.spec)
         return self._brain_bytes
 
     def restart(self, idx: np.ndarray, now: int) -> None:

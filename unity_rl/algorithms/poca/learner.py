@@ -48,6 +48,7 @@ from unity_rl.algorithms.ppo.losses import (clipped_surrogate_loss, decayed, mas
 from unity_rl.algorithms.ppo.model import (DEFAULT_ARCH, ActionSpecLike, ActorCritic,
                                            DeterministicActor, check_obs_shapes, load_normalizer,
                                            normalizer_state)
+from unity_rl.algorithms.reward_signals.base import SignalBatch
 from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
 from unity_rl.algorithms.reward_signals.registry import make_reward_signals
 from unity_rl.experience import Trajectory
@@ -308,7 +309,8 @@ class POCALearner:
     # -- helpers --------------------------------------------------------------------------------
 
     def _rewards(self, signal, traj: Trajectory) -> np.ndarray:
-        r = np.asarray(signal.rewards(traj), np.float32)
+        r = np.asarray(signal.rewards(SignalBatch.from_trajectory(traj, self.model.continuous_size)),
+                       np.float32)
         if signal.name == "extrinsic":  # ML-Agents' add_groupmate_rewards, and group_reward
             extras = traj.extras
             for extra in (extras.groupmate_rewards, extras.group_rewards):
