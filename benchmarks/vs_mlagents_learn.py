@@ -9,7 +9,8 @@ output says). mlagents-learn runs from its own venv (``--mlagents-venv``; never 
 
 Measured per run and behavior, from the run's TensorBoard scalar ``Environment/Cumulative Reward``
 (mean return of the episodes finished in one summary window; read wherever the events are,
-``<run>/<Behavior>/`` or ``<run>/``):
+``<run>/<Behavior>/`` or ``<run>/``; cooperative scenes: ``Environment/Group Cumulative Reward``,
+the scene's ``tag``):
 
 - **agent-steps to target**: the step of the first window whose mean >= the scene's target
   (3DBall 95, Basic 0.9). Both write one window per ``summary_freq`` agent-steps, labelled
@@ -52,6 +53,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results"
 TAG = "Environment/Cumulative Reward"
+GROUP_TAG = "Environment/Group Cumulative Reward"
 TOOLS = ("mlagents-learn", "unity-rl")
 
 
@@ -62,6 +64,7 @@ class Scene:
     targets: dict               # behavior -> mean return that counts as solved
     env_args: tuple[str, ...] = ()  # stand-in options for the build (both tools: --env-args)
     tools: tuple[str, ...] = TOOLS  # which tools run it (a config of ours: unity-rl alone)
+    tag: str = TAG  # the scalar the target is on (cooperative scenes: the group's)
 
 
 # Add a row when a stand-in exists; rows whose build is missing are skipped with a message.
@@ -78,6 +81,16 @@ SCENES = {
     # Unity's GridWorld as the default stand-in sends it: camera + GOAL_SIGNAL, 5x5, every step.
     "GridWorldGoal": Scene("GridWorld", ("GridWorld.yaml",), {"GridWorld": 0.8}),
     "Hallway": Scene("Hallway", ("ppo/Hallway.yaml",), {"Hallway": 0.9}),
+    # Unity's Sorter_curriculum (num_tiles lessons, progress-based); buffer sensor (20, 23).
+    # SorterBlind: the same with every buffer row zero (padding): what dropping it costs
+    "Sorter": Scene("Sorter", ("ppo/Sorter_curriculum.yaml",), {"Sorter": 1.2}),
+    "SorterBlind": Scene("Sorter", ("ppo/Sorter_curriculum.yaml",), {"Sorter": 1.2},
+                         ("--standin-blind",), tools=("unity-rl",)),
+    # configs/ppo/sorter_quick.yaml (lesson 0, smaller buffer), with and without the tiles
+    "SorterQuick": Scene("Sorter", ("configs/ppo/sorter_quick.yaml",), {"Sorter": 1.2},
+                         tools=("unity-rl",)),
+    "SorterQuickBlind": Scene("Sorter", ("configs/ppo/sorter_quick.yaml",), {"Sorter": 1.2},
+                              ("--standin-blind",), tools=("unity-rl",)),
     # Unity's SAC configs (configs_dir/sac/...), unchanged
     "3DBallSAC": Scene("3DBall", ("sac/3DBall.yaml",), {"3DBall": 95.0}),
     "BasicSAC": Scene("Basic", ("sac/Basic.yaml",), {"Basic": 0.9}),
@@ -91,6 +104,11 @@ SCENES = {
     # the project's shipped 3DBall config (a path under the repository), unity-rl only
     "3DBallShipped": Scene("3DBall", ("configs/ppo/3dball.yaml",), {"3DBall": 95.0},
                            tools=("unity-rl",)),
+    # Unity's POCA configs (configs_dir/poca/...), unchanged; the target on the group's return
+    "DungeonEscape": Scene("DungeonEscape", ("poca/DungeonEscape.yaml",), {"DungeonEscape": 0.8},
+                           tag=GROUP_TAG),
+    "PushBlockCollab": Scene("PushBlockCollab", ("poca/PushBlockCollab.yaml",),
+                             {"PushBlockCollab": 6.0}, tag=GROUP_TAG),
 }
 
 
@@ -288,13 +306,13 @@ def one_run(tool, scene_name, scene, args, config, seed, port, tmp: Path) -> dic
             if time.time() - t_start > args.timeout:
                 stopped = "timeout"
             elif args.stop_at_target:
-                curves = match_behaviors(read_curves(results / run_id), scene.targets)
+                curves = match_behaviors(read_curves(results / run_id, scene.tag), scene.targets)
                 if all(first_at_target(curves.get(b, []), t, 0) for b, t in scene.targets.items()):
                     stopped = "target"
             if stopped:
                 stop_group(proc)
         stop_group(proc)
-    curves = match_behaviors(read_curves(results / run_id), scene.targets)
+    curves = match_behaviors(read_curves(results / run_id, scene.tag), scene.targets)
     out = {"scene": scene_name, "tool": tool, "seed": seed, "command": cmd,
            "exit_code": proc.returncode, "stopped": stopped or "max_steps or exit",
            "process_s": round(time.time() - t_start, 1),

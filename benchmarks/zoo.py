@@ -147,14 +147,15 @@ def one_update_copy(doc: dict, tmp: Path, name: str) -> Path:
     return out
 
 
-def run_stage(config: Path, scene: str, port: int, tmp: Path, timeout: float) -> dict:
+def run_stage(config: Path, scene: str, port: int, tmp: Path, timeout: float,
+              extra: tuple[str, ...] = ()) -> dict:
     """``unity-rl train`` through one update; exit code, seconds and whether losses were written."""
     run_id = config.stem
     results = tmp / "results"
     cmd = [sys.executable, "-m", "unity_rl", "train", str(config),
            "--env", str(REPO / "unity_builds" / f"{scene}.x86_64"), "--num-envs", "1",
            "--base-port", str(port), "--no-graphics", "--run-id", run_id,
-           "--results-dir", str(results), "--force", "--seed", "1"]
+           "--results-dir", str(results), "--force", "--seed", "1", *extra]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     t0 = time.time()
@@ -187,7 +188,9 @@ def updated_behaviors(run_dir: Path) -> set[str]:
 
 def learn_stage(name: str, scene: str, args, configs_dir: Path, port: int, tmp: Path) -> list:
     """mlagents-learn and unity-rl to the target, seeds alternating the order (vs_mlagents_learn)."""
-    spec = race.Scene(scene, (name,), TARGETS[name])
+    # POCA configs: the target is on the group's return (the individual reward is 0 there)
+    tag = race.GROUP_TAG if name.startswith("poca/") else race.TAG
+    spec = race.Scene(scene, (name,), TARGETS[name], tag=tag)
     config = configs_dir / name
     if "demo_path" in config.read_text():  # imitation: Unity's file with the stand-ins' demos
         config = tmp / f"demos_{name.replace('/', '_')}"
@@ -272,7 +275,7 @@ def main(argv=None) -> None:
             elif row["loads"] and not args.no_run:
                 print(f"[{name}] one update on {build.name} ...", flush=True)
                 row["run"] = run_stage(one_update_copy(doc, tmp, name), scene, port, tmp,
-                                       args.timeout)
+                                       args.timeout, tuple(shlex.split(args.unity_rl_args)))
                 port += 10
             rows.append(row)
             if args.learn and row["loads"] and name in TARGETS and build.exists():

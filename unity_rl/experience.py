@@ -20,7 +20,8 @@ class StepExtras(NamedTuple):
     A new kind of per-step data is a new field here (default None), never a reuse of a core
     field: every transport copies each field (``owned_copy``), and a consumer that does not know
     a field ignores it. An acting policy fills fields through ``ActingPolicy.step_extras`` (one
-    row per agent acting) or ``finish_segment``. Next in line: group data (POCA).
+    row per agent acting) or ``finish_segment``; the collector fills the group fields
+    (``BehaviorPlan.collect_groups``).
     """
 
     priorities: np.ndarray | None = None
@@ -31,6 +32,24 @@ class StepExtras(NamedTuple):
     when action t was taken (zeros at an episode's first step), kept per agent by the acting
     policy (ML-Agents' ``memory`` field: ``retrieve_previous_memories``). The learner uses the
     row at the start of each training sequence (``network_settings.memory``)."""
+    critic_memories: np.ndarray | None = None
+    """[T, memory_size] float32: the critic memory each step's training sequence starts from
+    (ML-Agents' ``critic_memory``, computed sequence by sequence when the trajectory is
+    processed; off-policy memory policies fill it in ``finish_segment``)."""
+    group_obs: np.ndarray | None = None
+    """[T, M, obs_dim] float32: the other members' observations at step t (each the one its
+    member acted on; ML-Agents' ``group_obs``), padded with NaN to the trajectory's largest group
+    M (NaN rows: no member). Filled by a collector with groups (``BehaviorPlan.collect_groups``,
+    ``unity_rl.runtime.groups``)."""
+    group_actions: np.ndarray | None = None
+    """[T, M, action_cols] float32: those members' actions (the action row convention, discrete
+    indices as floats), 0 where no member."""
+    groupmate_rewards: np.ndarray | None = None
+    """[T] float32: the sum of the other members' individual rewards for step t."""
+    group_rewards: np.ndarray | None = None
+    """[T] float32: the group reward the agent received after action t (``group_reward``)."""
+    group_dones: np.ndarray | None = None
+    """[T, M] bool: whether each other member's episode had ended at step t (True where none)."""
 
 
 class Trajectory(NamedTuple):
@@ -68,6 +87,14 @@ class Trajectory(NamedTuple):
     interrupted: bool = False
     """True when Unity interrupted the episode after the last action (max step reached, or a
     restarted build): ``last_obs`` is then the final observation and ``terminated`` is False."""
+    next_group_obs: np.ndarray | None = None
+    """[M', obs_dim] float32: the other group members' latest observations when the trajectory
+    was cut (ML-Agents' ``next_group_obs``, for the group value of ``last_obs``); None without
+    groups, [0, obs_dim] for an agent alone in its group."""
+    group_continues: bool = False
+    """True when some other member's episode had not ended at the trajectory's last step
+    (ML-Agents' ``not all_group_dones_reached``): a POCA learner then bootstraps a terminated
+    agent's return from the group's value."""
 
 
 class Segment(NamedTuple):
@@ -85,6 +112,10 @@ class Segment(NamedTuple):
     """Returns of the episodes that ended during collection."""
     episode_lengths: list[int]
     """Lengths (in decisions) of the episodes that ended during collection."""
+    group_returns: list[float] = []
+    """Per agent whose episode ended together with its group's (ML-Agents'
+    ``all_group_dones_reached and done_reached``): the group rewards it received over the
+    episode (``Environment/Group Cumulative Reward``); empty without groups."""
 
 
 class TransitionBatch(NamedTuple):
@@ -104,6 +135,16 @@ class TransitionBatch(NamedTuple):
     action_masks: np.ndarray | None = None
     """[n, sum(branches)] uint8, 1 where the action was allowed when it was taken (discrete
     branches); None for continuous-only behaviors."""
+    memories: np.ndarray | None = None
+    """[n, memory_size] float32: the actor memory each step was acted from (memory policies;
+    rows then come in whole ``sequence_length`` sequences and the learner reads each sequence's
+    first); None without memory."""
+    critic_memories: np.ndarray | None = None
+    """[n, memory_size] float32: the critic memory each step's sequence starts from (ML-Agents'
+    ``critic_memory``); None without memory."""
+    loss_mask: np.ndarray | None = None
+    """[n] uint8: 1 on real steps, 0 on rows that pad a sequence (masked out of the losses);
+    None without memory."""
 
 
 def owned_copy(value: Any) -> Any:

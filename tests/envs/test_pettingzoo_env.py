@@ -74,7 +74,8 @@ def test_basic_spaces_names_masks_and_goal_end(free_base_port):
         assert obs[agent].dtype == np.float32 and obs[agent].argmax() == 0
         assert infos[agent]["action_mask"].tolist() == [True, False, True]  # no "left" on 0
         assert infos[agent] | {"action_mask": None} == {
-            "behavior": "Basic?team=0", "build": 0, "agent_id": 0, "action_mask": None}
+            "behavior": "Basic?team=0", "build": 0, "agent_id": 0, "action_mask": None,
+            "group_id": 0, "group_reward": 0.0}  # Basic has no SimpleMultiAgentGroup
         with pytest.raises(KeyError, match="exactly"):
             env.step({})
         with pytest.raises(KeyError, match="exactly"):

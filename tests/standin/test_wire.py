@@ -205,3 +205,20 @@ def test_observation_type_and_channel_mapping_bytes_match_the_generated_classes(
             expected.float_data.data.extend(values[0].tolist())
         # field 13 of AgentInfoProto: tag, length, then exactly the generated serialization
         assert raw == len_field(13, expected.SerializeToString())
+
+
+def test_group_id_and_group_reward_parse_with_protobuf():
+    """Fields 14/15 as Unity's serializer writes them: zeros left out, the rest exact."""
+    spec = ObsSpec("VectorSensor_size1", (1,), dimension_properties=(1,))
+    obs = np.zeros((3, 1), np.float32)
+    batch = AgentInfoBatch(np.array([1, 2, 3]), np.zeros(3, np.float32), True,
+                           np.array([False, True, False]), [obs], None,
+                           group_ids=np.array([5, 0, 300]),
+                           group_rewards=np.array([1.0, 0.0, -0.25], np.float32))
+    body = encode_agent_infos(batch, [ObsEncoder(spec)])
+    infos = _parse(encode_output_message([(b"G?team=0", body)])).rl_output.agentInfos[
+        "G?team=0"].value
+    assert [i.group_id for i in infos] == [5, 0, 300]
+    assert [i.group_reward for i in infos] == [1.0, 0.0, -0.25]
+    assert [i.id for i in infos] == [1, 2, 3]
+    assert [i.max_step_reached for i in infos] == [False, True, False]

@@ -12,6 +12,7 @@ TRAINER_TYPES: dict[str, str] = {
     "ppo": "unity_rl.algorithms.ppo",
     "ddpg": "unity_rl.algorithms.ddpg",
     "sac": "unity_rl.algorithms.sac",
+    "poca": "unity_rl.algorithms.poca",
 }
 """trainer_type -> package whose ``SPEC`` describes it (imported on first use)."""
 

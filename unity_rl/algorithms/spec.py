@@ -68,6 +68,13 @@ class TrainerTypeSpec:
 
     behavioral_cloning: bool = False
     """The type runs ``behavioral_cloning:`` (its host builds the BC update); others refuse it."""
+    learned_reward_signals: bool = True
+    """Whether the type trains learned reward signals (curiosity, RND, GAIL) beside extrinsic;
+    False refuses them in the config (POCA here, for now)."""
+    self_play: bool = True
+    """Whether ``self_play:`` may wrap it (ML-Agents' GhostTrainer wraps any of its trainer
+    types; a type that is not ML-Agents' says False and the config refuses the section)."""
+
     quirk_fixes: Mapping[str, tuple[str, Any]] = field(default_factory=dict)
     """``unity_rl.fix_quirks`` entries this type knows -> (hyperparameters field, value): an
     ML-Agents quirk the type copies by default and fixes when a run names the entry."""

@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 
 from unity_rl.algorithms.reward_signals.config import yaml_fields
-from unity_rl.config.keys import MEMORY_KEYS, NETWORK_KEYS, hyperparameter_keys
+from unity_rl.config.keys import MEMORY_KEYS, NETWORK_KEYS, SELF_PLAY_KEYS, hyperparameter_keys
 from unity_rl.config.sections import (
     SAMPLER_PARAMETERS,
     BehaviorConfig,
@@ -61,6 +61,8 @@ def _dump_behavior(b: BehaviorConfig) -> dict:
         "threaded": b.threaded,
         "behavioral_cloning": (None if b.behavioral_cloning is None
                                else _dump_section(b.behavioral_cloning)),
+        "self_play": None if b.self_play is None else
+        {key: getattr(b.self_play, f) for key, f in SELF_PLAY_KEYS.items()},
     }
 
 

@@ -19,6 +19,9 @@ def hyperparameter_keys(trainer_type: str) -> dict[str, str]:
 NETWORK_KEYS = {"normalize": "normalize", "hidden_units": "hidden_units", "num_layers": "num_layers",
                  "vis_encode_type": "vis_encode_type",
                  "goal_conditioning_type": "goal_conditioning_type", "memory": "memory"}
+SELF_PLAY_KEYS = {k: k for k in ("save_steps", "team_change", "swap_steps", "window",
+                                   "play_against_latest_model_ratio", "initial_elo")}
+"""``self_play`` keys -> ``SelfPlayConfig`` fields (ML-Agents' ``SelfPlaySettings``)."""
 MEMORY_KEYS = {"sequence_length": "sequence_length", "memory_size": "memory_size"}
 """``network_settings.memory`` keys -> ``MemoryConfig`` fields (ML-Agents' ``MemorySettings``)."""
 BEHAVIOR_KEYS = {k: k for k in ("trainer_type", "max_steps", "time_horizon", "summary_freq",
@@ -37,8 +40,7 @@ TOP_KEYS = ("behaviors", "default_settings", "env_settings", "engine_settings",
 NOT_SUPPORTED = "is an ML-Agents option that unity_rl does not support"
 UNSUPPORTED: dict[str, dict[str, tuple]] = {
     # section kind -> key -> values that mean "feature off" (accepted and ignored)
-    "behavior": {"init_path": (None,), "self_play": (None,),
-                 "framework": ("pytorch",)},
+    "behavior": {"init_path": (None,), "framework": ("pytorch",)},
     "network": {"deterministic": (False,)},
     "checkpoint": {"load_model": (False,), "train_model": (False,)},
     "top": {"curriculum": (), "parameter_randomization": ()},

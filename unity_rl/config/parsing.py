@@ -32,6 +32,7 @@ from unity_rl.config.keys import (
     MOVED,
     NETWORK_KEYS,
     MEMORY_KEYS,
+    SELF_PLAY_KEYS,
     OLD_BEHAVIOR_KEYS,
     NOT_SUPPORTED,
     TOP_KEYS,
@@ -52,6 +53,7 @@ from unity_rl.config.sections import (
     Lesson,
     RunConfig,
     SamplerType,
+    SelfPlayConfig,
     TorchConfig,
     UnityRLConfig,
     is_int,
@@ -95,7 +97,8 @@ def _check_memory(trainer_type: str, hyperparameters: Any, network: NetworkConfi
         raise net_where.error("memory", f"memory is not supported for trainer_type "
                                         f"{trainer_type} yet (supported: "
                                         f"{', '.join(MEMORY_TRAINER_TYPES)}); set memory: null")
-    batch_size = getattr(hyperparameters, "minibatch_size", None)
+    batch_size = getattr(hyperparameters, "minibatch_size",
+                         getattr(hyperparameters, "batch_size", None))
     if batch_size is not None and memory.sequence_length > batch_size:
         raise net_where.child("memory").error(
             "sequence_length", f"must be <= hyperparameters.batch_size ({batch_size}), "
@@ -151,6 +154,26 @@ def _parse_reward_signals(raw: Any, where: Where) -> tuple[RewardSignalConfig, .
     return tuple(signals)
 
 
+def _parse_self_play(raw: Any, trainer_type: str, where: Where) -> SelfPlayConfig | None:
+    """``self_play`` (null or absent: off) -> ``SelfPlayConfig``, strictly; a trainer type whose
+    spec says it cannot be wrapped (DDPG) is refused by name."""
+    if raw is None:
+        return None
+    if not trainer_type_spec(trainer_type).self_play:
+        wrappable = [n for n in trainer_type_names() if trainer_type_spec(n).self_play]
+        raise where.error("self_play", f"self-play is not available for trainer_type "
+                                       f"{trainer_type!r} (mlagents-learn's GhostTrainer wraps "
+                                       f"{', '.join(wrappable)}); remove self_play or change "
+                                       f"trainer_type")
+    sp_where = where.child("self_play")
+    kwargs = _read_keys(_mapping(raw, sp_where), SelfPlayConfig, SELF_PLAY_KEYS, sp_where)
+    config = _build(SelfPlayConfig, kwargs, sp_where, SELF_PLAY_KEYS)
+    if not 0.0 <= config.play_against_latest_model_ratio <= 1.0:  # ML-Agents only warns
+        logger.warning("%s: play_against_latest_model_ratio %s is not between 0 and 1",
+                       sp_where.section, config.play_against_latest_model_ratio)
+    return config
+
+
 def _parse_behavior(raw: Any, where: Where) -> BehaviorConfig:
     raw = _mapping(raw, where)
     old = [key for key in raw if key in OLD_BEHAVIOR_KEYS]
@@ -164,7 +187,8 @@ def _parse_behavior(raw: Any, where: Where) -> BehaviorConfig:
             raise where.error("trainer_type", f"'{name}' {NOT_SUPPORTED}; accepted: {accepted}")
         raise where.error("trainer_type", f"unknown trainer type {name!r}; accepted: {accepted}")
     spec = trainer_type_spec(name)
-    subsections = ("hyperparameters", "network_settings", "reward_signals", "behavioral_cloning")
+    subsections = ("hyperparameters", "network_settings", "reward_signals", "behavioral_cloning",
+                   "self_play")
     kwargs = _read_keys(raw, BehaviorConfig, BEHAVIOR_KEYS, where, UNSUPPORTED["behavior"], skip=subsections)
     trainer_type = kwargs.get("trainer_type", BehaviorConfig.trainer_type)
 
@@ -197,10 +221,15 @@ def _parse_behavior(raw: Any, where: Where) -> BehaviorConfig:
     kwargs["hyperparameters"] = _build(hp_cls, hp_kwargs, hp_where, hp_keys, elsewhere)
     kwargs["network_settings"] = _parse_network(raw.get("network_settings"), where.child("network_settings"))
     _check_memory(trainer_type, kwargs["hyperparameters"], kwargs["network_settings"], where)
+    learned = [s.name for s in signals if s.name != "extrinsic"]
+    if learned and not spec.learned_reward_signals:
+        raise rs_where.error(learned[0], f"{learned[0]} is not supported for trainer_type "
+                                         f"{trainer_type!r} yet (extrinsic only); remove it")
     kwargs["reward_signals"] = signals
     if raw.get("behavioral_cloning") is not None:
         kwargs["behavioral_cloning"] = _parse_behavioral_cloning(
             raw["behavioral_cloning"], where.child("behavioral_cloning"), trainer_type, spec)
+    kwargs["self_play"] = _parse_self_play(raw.get("self_play"), trainer_type, where)
     return _build(BehaviorConfig, kwargs, where, BEHAVIOR_KEYS, {"reward_signals": (rs_where, None)})
 
 

@@ -72,7 +72,44 @@ def is_int(value: Any) -> bool:
 
 
 
-MEMORY_TRAINER_TYPES = ("ppo",)
+@dataclass(frozen=True)
+class SelfPlayConfig:
+    """``behaviors.<name>.self_play`` (ML-Agents 1.1.0's ``SelfPlaySettings``, its code defaults;
+    ``docs/self-play.md``)."""
+
+    save_steps: int = 20_000
+    """Learning-team agent-steps between two snapshots of the learning policy."""
+    team_change: int | None = None
+    """Learning-team agent-steps before the learning team changes (None: 5 x save_steps, as
+    ML-Agents' code; its comment says "about 4x")."""
+    swap_steps: int = 2_000
+    """Opponent (ghost) agent-steps between two opponent swaps (ML-Agents' code default; its
+    docs say 10000)."""
+    window: int = 10
+    """Snapshots kept (a circular list); opponents are drawn from it."""
+    play_against_latest_model_ratio: float = 0.5
+    """Probability that a swap picks the learning policy's latest weights instead of a uniformly
+    drawn snapshot (ML-Agents only warns outside [0, 1]; so does unity_rl)."""
+    initial_elo: float = 1200.0
+    """ELO of the first policy (a resumed run takes the checkpoint's)."""
+
+    def __post_init__(self) -> None:
+        if self.team_change is None:
+            object.__setattr__(self, "team_change", 5 * self.save_steps)
+        for name in ("save_steps", "team_change", "swap_steps", "window"):
+            value = getattr(self, name)
+            check_field(is_int(value) and value >= 1, "self_play", name, "an int >= 1", value)
+        for name in ("play_against_latest_model_ratio", "initial_elo"):
+            value = getattr(self, name)
+            check_field(isinstance(value, (int, float)) and not isinstance(value, bool)
+                        and value == value and abs(value) != float("inf"), "self_play", name,
+                        "a finite number", value)
+        object.__setattr__(self, "play_against_latest_model_ratio",
+                           float(self.play_against_latest_model_ratio))
+        object.__setattr__(self, "initial_elo", float(self.initial_elo))
+
+
+MEMORY_TRAINER_TYPES = ("ppo", "sac")
 """Trainer types that implement ``network_settings.memory`` (the others refuse it by name)."""
 
 
@@ -107,6 +144,8 @@ class BehaviorConfig:
     behavioral_cloning: BehavioralCloningConfig | None = None
     """``behavioral_cloning``: clone a demonstration beside RL (None: off; trainer types whose
     spec has ``behavioral_cloning``: PPO, SAC)."""
+    self_play: SelfPlayConfig | None = None
+    """``self_play``: train against snapshots of itself (ML-Agents' GhostTrainer); None: off."""
 
     def __post_init__(self) -> None:
         names = trainer_type_names()
@@ -130,11 +169,18 @@ class BehaviorConfig:
                     "behavior", "reward_signals",
                     f"a non-empty tuple of RewardSignalConfig with distinct names among {known}", names)
         hp = self.hyperparameters
+        if self.self_play is not None:
+            check_field(isinstance(self.self_play, SelfPlayConfig), "behavior", "self_play",
+                        "a SelfPlayConfig", self.self_play)
+            check_field(trainer_type(self.trainer_type).self_play, "behavior", "self_play",
+                        f"null for trainer_type {self.trainer_type!r} (self-play wraps "
+                        f"mlagents-learn's trainer types: "
+                        f"{[n for n in trainer_type_names() if trainer_type(n).self_play]})", "a mapping")
         memory = self.network_settings.memory
         if memory is not None:
             if self.trainer_type not in MEMORY_TRAINER_TYPES:
                 raise ValueError(f"memory is not supported for trainer_type {self.trainer_type} yet")
-            batch_size = getattr(hp, "minibatch_size", None)
+            batch_size = getattr(hp, "minibatch_size", getattr(hp, "batch_size", None))
             check_field(batch_size is None or memory.sequence_length <= batch_size, "behavior",
                         "network_settings", f"memory.sequence_length <= batch_size ({batch_size})",
                         memory.sequence_length)

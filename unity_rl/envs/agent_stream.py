@@ -16,6 +16,9 @@ Contract:
   (default) raises ``UnselectedBehaviorError`` at the step where they request decisions;
   ``"zeros"`` sends them zero actions (logged once at INFO).
 - Observations: PNG-compressed ones are uint8 [n, C, H, W]; all others float32 as sent.
+- Groups: every row carries the protocol's ``group_id`` (0: no group; unique per build, so a
+  group is ``(build, group_id)``) and ``group_reward`` (the group reward since the agent's
+  previous decision), in ``decisions`` and ``terminals`` alike (docs/adapter.md, "Groups").
 - When a build fails and is restarted, every agent it hosted appears in ``terminals`` with
   ``interrupted=True`` (its last observation as the final one, reward 0) and ``restarted`` names
   the build: the other builds' agents are not disturbed.

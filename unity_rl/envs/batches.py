@@ -1,6 +1,7 @@
 """Building and concatenating ``DecisionBatch``/``TerminalBatch`` from mlagents-envs steps.
 
-Contract: a batch holds the rows of one behavior; observations are converted with
+Contract: a batch holds the rows of one behavior, with the protocol's ``group_id`` and
+``group_reward`` per row; observations are converted with
 ``convert_obs`` (only PNG-compressed observations become uint8, everything else stays float32
 exactly as sent); concatenation keeps row order (builds in the order given).
 """
@@ -22,6 +23,8 @@ def decision_batch(build: int, name: str, steps: DecisionSteps, spec: BehaviorSp
         obs=convert_obs(steps.obs, png),
         reward=steps.reward,
         action_mask=allowed_mask(steps, spec.action_spec),
+        group_id=np.asarray(steps.group_id, np.int32),
+        group_reward=np.asarray(steps.group_reward, np.float32),
     )
 
 
@@ -32,6 +35,8 @@ def terminal_batch(build: int, name: str, steps: TerminalSteps,
         obs=convert_obs(steps.obs, png),
         reward=steps.reward,
         interrupted=steps.interrupted,
+        group_id=np.asarray(steps.group_id, np.int32),
+        group_reward=np.asarray(steps.group_reward, np.float32),
     )
 
 
@@ -44,7 +49,22 @@ def cut_episodes(last: DecisionBatch | None) -> TerminalBatch | None:
     if last is None or not last.keys:
         return None
     n = len(last.keys)
-    return TerminalBatch(last.keys, last.obs, np.zeros(n, np.float32), np.ones(n, bool))
+    return TerminalBatch(last.keys, last.obs, np.zeros(n, np.float32), np.ones(n, bool),
+                         group_ids(last), np.zeros(n, np.float32))
+
+
+def group_ids(batch: DecisionBatch | TerminalBatch) -> np.ndarray:
+    """[n] int32 group ids of ``batch`` (zeros for a hand-made batch without them)."""
+    if batch.group_id is None:
+        return np.zeros(len(batch.keys), np.int32)
+    return np.asarray(batch.group_id, np.int32)
+
+
+def group_rewards(batch: DecisionBatch | TerminalBatch) -> np.ndarray:
+    """[n] float32 group rewards of ``batch`` (zeros for a hand-made batch without them)."""
+    if batch.group_reward is None:
+        return np.zeros(len(batch.keys), np.float32)
+    return np.asarray(batch.group_reward, np.float32)
 
 
 def row_slices(counts: list[int]) -> list[slice]:
@@ -67,6 +87,8 @@ def concat_decisions(parts: list[DecisionBatch]) -> DecisionBatch:
         obs=_concat_obs([p.obs for p in parts]),
         reward=np.concatenate([p.reward for p in parts]),
         action_mask=None if masks[0] is None else np.concatenate(masks),
+        group_id=np.concatenate([group_ids(p) for p in parts]),
+        group_reward=np.concatenate([group_rewards(p) for p in parts]),
     )
 
 
@@ -78,4 +100,6 @@ def concat_terminals(parts: list[TerminalBatch]) -> TerminalBatch:
         obs=_concat_obs([p.obs for p in parts]),
         reward=np.concatenate([p.reward for p in parts]),
         interrupted=np.concatenate([p.interrupted for p in parts]),
+        group_id=np.concatenate([group_ids(p) for p in parts]),
+        group_reward=np.concatenate([group_rewards(p) for p in parts]),
     )

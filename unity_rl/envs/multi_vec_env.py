@@ -7,7 +7,7 @@ Contract:
 - ``reset()`` -> ``(obs, infos)`` and ``step(actions)`` -> ``(obs, rewards, terminated,
   truncated, infos)``, each a dict keyed by the behavior's full name, whose values are what
   ``UnityVecEnv`` returns for that behavior (batched obs, ``[n]`` arrays, infos with
-  ``agent_id``, ``build``, ``action_mask`` for discrete behaviors, ``final_obs``/``final_info``);
+  ``agent_id``, ``build``, ``group_id``, ``group_reward``, ``action_mask`` for discrete behaviors, ``final_obs``/``final_info``);
 - **the rule for behaviors that do not decide at a step**: a step's dicts hold only the
   behaviors whose agents all requested a decision (``ready_behaviors``); ``step(actions)`` takes
   actions for exactly those behaviors (the keys of the previous result), sends them, and steps

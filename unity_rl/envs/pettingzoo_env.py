@@ -29,7 +29,9 @@ Contract:
   agents are kept and sent with theirs at the following ``step()``). With
   ``revive=False`` an ended agent stays out until ``reset()`` and Unity's decisions for it get
   zero actions (nobody observes them);
-- ``infos[agent]``: ``behavior``, ``build``, ``agent_id``; ``action_mask`` (bool, True =
+- ``infos[agent]``: ``behavior``, ``build``, ``agent_id``, ``group_id`` (its
+  ``SimpleMultiAgentGroup``, 0: none; unique per build) and ``group_reward`` (the group reward
+  of this transition, beside ``rewards[agent]``); ``action_mask`` (bool, True =
   allowed) for discrete behaviors; at an episode end ``episode = {"r": return, "l": actions}``
   and ``build_restarted`` when the build was restarted.
 
@@ -142,6 +144,8 @@ class UnityParallelEnv(ParallelEnv):
         self.agents: list[str] = []
         self._pending: dict[str, Any] = {}      # reported, awaiting an action
         self._unreported: dict[str, tuple] = {}  # revived in the step that ended them
+        self._group: dict[str, int] = {}  # agent -> group id at its latest message (0: none)
+        self._next_group: dict[str, int] = {}  # group id of an unreported revival
         self._held: dict[str, Any] = {}         # actions waiting for their build's Unity step
         self._live: set[str] = set()            # episode running
         self._dead: set[str] = set()            # revive=False: out until reset()
@@ -218,6 +222,7 @@ class UnityParallelEnv(ParallelEnv):
         out, ended_now = _Out(), set()
         revived, self._unreported = self._unreported, {}
         for agent, (obs, mask) in revived.items():  # their builds wait for their actions
+            self._group[agent] = self._next_group.pop(agent, self._group.get(agent, 0))
             self._report_decision(out, agent, obs, mask, 0.0)
         self._advance(out, ended_now)
         return out.as_tuple()
@@ -298,8 +303,9 @@ class UnityParallelEnv(ParallelEnv):
                 agent = self.agent_name(key)
                 if agent not in self._live:
                     continue  # revive=False agent ending again, or an agent never seen
+                self._group[agent] = int(term.group_id[i])
                 self._end(out, agent, self._row_obs(name, term.obs, i), float(term.reward[i]),
-                          bool(term.interrupted[i]), None)
+                          bool(term.interrupted[i]), None, float(term.group_reward[i]))
                 ended_now.add(agent)
             dec = decision_batch(b, name, dec_steps, spec, self._png[name])
             self._rows[b][name] = [self.agent_name(k) for k in dec.keys]
@@ -312,25 +318,27 @@ class UnityParallelEnv(ParallelEnv):
                     self.possible_agents.append(agent)
                 obs = self._row_obs(name, dec.obs, i)
                 mask = None if dec.action_mask is None else dec.action_mask[i]
-                reward = float(dec.reward[i])
+                reward, group_reward = float(dec.reward[i]), float(dec.group_reward[i])
                 if agent not in self._live:  # first decision of an episode: no reward yet
                     self._live.add(agent)
                     self._return[agent], self._length[agent] = 0.0, 0
-                    reward = 0.0
+                    reward = group_reward = 0.0
                 self._last_obs[agent] = obs
                 if agent in ended_now:
                     self._unreported[agent] = (obs, mask)  # reported at the next step
+                    self._next_group[agent] = int(dec.group_id[i])
                 else:
-                    self._report_decision(out, agent, obs, mask, reward)
+                    self._group[agent] = int(dec.group_id[i])
+                    self._report_decision(out, agent, obs, mask, reward, group_reward)
 
     def _end(self, out: "_Out", agent: str, obs, reward: float, interrupted: bool,
-             restarted: str | None) -> None:
+             restarted: str | None, group_reward: float = 0.0) -> None:
         self._return[agent] += reward
         out.obs[agent] = obs
         out.rewards[agent] = reward
         out.terminations[agent] = not interrupted
         out.truncations[agent] = interrupted
-        info = self._base_info(agent)
+        info = self._base_info(agent, group_reward)
         info["episode"] = {"r": self._return[agent], "l": self._length[agent]}
         if restarted is not None:
             info["build_restarted"] = restarted
@@ -340,21 +348,23 @@ class UnityParallelEnv(ParallelEnv):
         if not self.revive:
             self._dead.add(agent)
 
-    def _report_decision(self, out: "_Out", agent: str, obs, mask, reward: float) -> None:
+    def _report_decision(self, out: "_Out", agent: str, obs, mask, reward: float,
+                         group_reward: float = 0.0) -> None:
         self._return[agent] += reward
         out.obs[agent] = obs
         out.rewards[agent] = reward
         out.terminations[agent] = False
         out.truncations[agent] = False
-        info = self._base_info(agent)
+        info = self._base_info(agent, group_reward)
         if mask is not None:
             info["action_mask"] = mask
         out.infos[agent] = info
         self._pending[agent] = None
 
-    def _base_info(self, agent: str) -> dict:
+    def _base_info(self, agent: str, group_reward: float) -> dict:
         key = self._keys[agent]
-        return {"behavior": key.behavior, "build": key.build, "agent_id": key.agent_id}
+        return {"behavior": key.behavior, "build": key.build, "agent_id": key.agent_id,
+                "group_id": self._group.get(agent, 0), "group_reward": group_reward}
 
     def _row_obs(self, name: str, obs: list[np.ndarray], i: int):
         keys = self._obs_keys[name]

@@ -3,8 +3,8 @@
 
 A slot is one agent of the behavior: slots = builds x agents, fixed at the first reset (the agents
 present then, ordered by build then agent id). ``BehaviorSlots`` folds the builds' answers
-(``BuildOutput``) into per-slot observations, rewards, episode ends (``final_obs``/``final_info``,
-SAME_STEP autoreset) and action masks, and raises ``DecisionTimingError`` /
+(``BuildOutput``) into per-slot observations, rewards, group ids and group rewards, episode ends
+(``final_obs``/``final_info``, SAME_STEP autoreset) and action masks, and raises ``DecisionTimingError`` /
 ``AgentSetChangedError`` where the agents cannot be represented in lock-step.
 """
 from __future__ import annotations
@@ -45,6 +45,7 @@ class SlotStep:
 
     def __init__(self, num_envs: int):
         self.reward = np.zeros(num_envs, np.float32)
+        self.group_reward = np.zeros(num_envs, np.float32)
         self.terminated = np.zeros(num_envs, bool)
         self.truncated = np.zeros(num_envs, bool)
         self.decided = np.zeros(num_envs, bool)
@@ -85,6 +86,11 @@ class BehaviorSlots:
         self.mask = (np.ones((self.num_envs, sum(self.action_spec.discrete_branches)), bool)
                      if self.action_spec.discrete_branches else None)
         self.agent_id = np.concatenate(ids).astype(np.int64)
+        self.group_id = np.zeros(self.num_envs, np.int64)
+        """Each slot's group id at its latest decision (0: no group; unique per build)."""
+        for out, slots in zip(first, self.build_slots):
+            dec = out.steps[name][0]
+            self.group_id[slots] = np.asarray(dec.group_id)[np.argsort(dec.agent_id)]
         self.build_of_slot = np.repeat(np.arange(len(ids)), counts)
         self.episode_return = np.zeros(self.num_envs, np.float64)
         self.episode_length = np.zeros(self.num_envs, np.int64)
@@ -146,12 +152,14 @@ class BehaviorSlots:
         slots = self._slots_of(out.build, term.agent_id)
         obs = convert_obs(term.obs, self.png)
         scratch.reward[slots] += term.reward
+        scratch.group_reward[slots] += term.group_reward
         self.episode_return[slots] += term.reward
         scratch.terminated[slots] = ~term.interrupted
         scratch.truncated[slots] = term.interrupted
         scratch.ended[slots] = True
         for row, slot in enumerate(slots.tolist()):
-            scratch.final[slot] = (self._pack([o[row] for o in obs]), {})
+            scratch.final[slot] = (self._pack([o[row] for o in obs]),
+                                   {"group_id": int(term.group_id[row])})
 
     def take_decisions(self, out: BuildOutput, scratch: SlotStep) -> None:
         dec = out.steps[self.name][0]
@@ -165,6 +173,9 @@ class BehaviorSlots:
                 f"step while others waited. " + self.use_instead)
         reward = np.where(scratch.ended[slots], 0.0, dec.reward).astype(np.float32)
         scratch.reward[slots] += reward
+        scratch.group_reward[slots] += np.where(scratch.ended[slots], 0.0,
+                                                dec.group_reward).astype(np.float32)
+        self.group_id[slots] = dec.group_id
         self.episode_return[slots] += reward
         for i, o in enumerate(convert_obs(dec.obs, self.png)):
             self.obs[i][slots] = o
@@ -217,7 +228,10 @@ class BehaviorSlots:
     def infos(self, scratch: SlotStep) -> dict:
         all_true = np.ones(self.num_envs, bool)
         infos: dict[str, Any] = {"agent_id": self.agent_id.copy(), "_agent_id": all_true,
-                                 "build": self.build_of_slot.copy(), "_build": all_true}
+                                 "build": self.build_of_slot.copy(), "_build": all_true,
+                                 "group_id": self.group_id.copy(), "_group_id": all_true,
+                                 "group_reward": scratch.group_reward.copy(),
+                                 "_group_reward": all_true}
         if self.mask is not None:
             infos["action_mask"] = self.mask.copy()
             infos["_action_mask"] = all_true

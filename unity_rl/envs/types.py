@@ -33,6 +33,14 @@ class DecisionBatch(NamedTuple):
     """[n] float32: reward gathered since the agent's previous decision."""
     action_mask: np.ndarray | None
     """[n, sum(branches)] bool, True where the action is *allowed*; None without discrete branches."""
+    group_id: np.ndarray | None = None
+    """[n] int32: the agent's ``SimpleMultiAgentGroup`` id in its build, 0 for no group (the
+    protocol's ``AgentInfoProto.group_id``); ids are unique per build only, so a group is
+    ``(build, group_id)``. The environment layer always fills it; None only in hand-made batches
+    (read as all 0)."""
+    group_reward: np.ndarray | None = None
+    """[n] float32: the group reward gathered since the agent's previous decision (``AddGroupReward``
+    / ``SetGroupReward``, the same value for every member); None read as 0."""
 
 
 class TerminalBatch(NamedTuple):
@@ -46,3 +54,8 @@ class TerminalBatch(NamedTuple):
     """[n] float32: reward gathered since the agent's previous decision, the last one included."""
     interrupted: np.ndarray
     """[n] bool: True when the episode was cut by max step (truncation), False for a real end."""
+    group_id: np.ndarray | None = None
+    """[n] int32: the group the agent belonged to when its episode ended (0: none); see
+    ``DecisionBatch.group_id``."""
+    group_reward: np.ndarray | None = None
+    """[n] float32: group reward since the agent's previous decision, the last one included."""

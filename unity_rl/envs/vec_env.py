@@ -18,8 +18,10 @@ Contract:
   sent in Box(-inf, inf);
 - agents of other behaviors never get silent zeros: ``other_behaviors="error"`` (default)
   raises ``UnselectedBehaviorError`` when they request decisions, ``"zeros"`` sends zeros.
-``infos`` always has ``agent_id`` and ``build`` per slot, and ``action_mask`` (True = allowed)
-for discrete behaviors.
+``infos`` always has ``agent_id``, ``build``, ``group_id`` (the slot's ``SimpleMultiAgentGroup``
+at its latest decision, 0: none; unique per build) and ``group_reward`` (the group reward of the
+slot's transition, summed like ``reward``) per slot, and ``action_mask`` (True = allowed) for
+discrete behaviors; a ``final_info`` holds the ended episode's ``group_id``.
 """
 from __future__ import annotations
 

@@ -57,6 +57,7 @@ from unity_rl.runtime.messages import (
     ActorInfo,
     BehaviorInfo,
     Command,
+    SNAPSHOT_VERSION,
     Control,
     FromActor,
     PolicyWeights,
@@ -177,8 +178,11 @@ class _Lane:
         if not isinstance(self.policy, ActingPolicy):
             raise TypeError(f"behavior {name}: the policy factory made a "
                             f"{type(self.policy).__name__}, not an ActingPolicy")
-        self.collector = TrajectoryCollector(plan.time_horizon, plan.sequence_length)
+        self.collector = TrajectoryCollector(plan.time_horizon, plan.sequence_length,
+                                             plan.collect_groups)
         self.version = -1
+        self.fixed = False
+        """Self-play: the lane acts with an opponent snapshot (publications pass it by)."""
         self.result = None
         self.obs: np.ndarray | None = None
 
@@ -214,7 +218,8 @@ class _Lane:
         segment = Segment(trajectories=trajectories, policy_version=self.version,
                           actor_id=actor_id,
                           agent_steps=sum(len(t.rewards) for t in trajectories),
-                          episode_returns=returns, episode_lengths=lengths)
+                          episode_returns=returns, episode_lengths=lengths,
+                          group_returns=self.collector.pop_group_returns())
         return self.policy.finish_segment(segment)
 
     def info(self) -> BehaviorInfo:
@@ -235,6 +240,8 @@ class Actor:
         self.publication = -1
         """``PolicyWeights.version`` of the loaded weights (-1: none yet)."""
         self.restarts = 0
+        self._pending_lanes: dict = {}
+        """Lane policies of a control applied before the lanes exist (the start-up control)."""
 
     def start(self) -> ActorInfo:
         """Starts the builds, resets them and builds one policy copy per behavior."""
@@ -249,6 +256,9 @@ class Actor:
                          int(seq.generate_state(1)[0]))
             lane.observe(results[name])
             self.lanes[name] = lane
+        if self._pending_lanes:
+            pending, self._pending_lanes = self._pending_lanes, {}
+            self._set_lanes(pending)
         build_pids = ()
         builds = getattr(self.stream, "builds", None)
         if builds is not None and hasattr(builds, "pids"):
@@ -259,7 +269,7 @@ class Actor:
     def set_weights(self, weights: PolicyWeights) -> None:
         for name, behavior_weights in weights.behaviors.items():
             lane = self.lanes.get(name)
-            if lane is not None:
+            if lane is not None and not lane.fixed:
                 lane.policy.load_weights(behavior_weights.state)
                 lane.version = behavior_weights.version
         self.publication = weights.version
@@ -272,8 +282,24 @@ class Actor:
                 raise TypeError(f"actor {self.spec.actor_id}: its stream "
                                 f"({type(self.stream).__name__}) takes no environment parameters")
             setter(dict(control.env_parameters))
+        if control.lanes:
+            if self.lanes:
+                self._set_lanes(control.lanes)
+            else:
+                self._pending_lanes.update(control.lanes)
         if control.reset_episodes and self.lanes:
             self.reset_episodes()
+
+    def _set_lanes(self, lanes: dict) -> None:
+        """Self-play: each named lane loads its weights and keeps them (an opponent snapshot,
+        its segments tagged ``SNAPSHOT_VERSION``) or follows the publications again."""
+        for name, lane_policy in lanes.items():
+            lane = self.lanes.get(name)
+            if lane is None:
+                continue  # a behavior these builds do not have (or not trained here)
+            lane.policy.load_weights(lane_policy.weights.state)
+            lane.fixed = bool(lane_policy.fixed)
+            lane.version = SNAPSHOT_VERSION if lane.fixed else lane_policy.weights.version
 
     def reset_episodes(self) -> None:
         """Resets every build (they read the parameters just sent): as mlagents-learn's reset

@@ -52,6 +52,10 @@ class BehaviorPlan(NamedTuple):
     it takes in the learner's padded buffer, which is what ML-Agents' ``_is_ready_update``
     compares with ``buffer_size``. 1: its steps. (With ``cut_at_segment_end`` the completed
     steps count, unpadded: the cut comes after the count.)"""
+    collect_groups: bool = False
+    """Also collect each step's groupmate data, group rewards and group returns
+    (``TrajectoryCollector(groups=True)``, ``unity_rl.runtime.groups``): a centralised-critic
+    trainer (POCA)."""
 
 
 class HostContext(NamedTuple):

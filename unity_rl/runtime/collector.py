@@ -25,6 +25,12 @@ Cuts and bootstrapping (docs/ppo.md; Pardo et al. 2018 "Time Limits in RL"):
   ``unity_rl.trajectory_cuts: segment`` choice). Either way an action still waiting for its
   reward stays in the collector and opens the agent's next trajectory.
 
+Groups (``groups=True``; ``BehaviorPlan.collect_groups``): every completed step also gets its
+groupmates' data (``unity_rl.runtime.groups``: ML-Agents' group statuses, in its order), its
+group reward, and every cut the other members' latest observations and whether one of them
+was still in its episode (``Trajectory.next_group_obs``, ``group_continues``); an agent whose
+episode ends together with its group's reports its group return (``pop_group_returns``).
+
 Observations are flat float32 vectors: the concatenation of the behavior's observations, each
 flattened (``flat_obs``); a PNG-compressed camera image, which the adapter hands over as uint8,
 is scaled back to [0, 1] (the values mlagents-envs decodes and Unity's inference feeds), every
@@ -37,7 +43,9 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
+from unity_rl.envs.batches import group_ids, group_rewards
 from unity_rl.experience import StepExtras, Trajectory
+from unity_rl.runtime.groups import GroupTracker, MatesRow, stack_mates
 
 
 def flat_obs(obs: Sequence[np.ndarray]) -> np.ndarray:
@@ -58,9 +66,19 @@ class _AgentTrack:
     """One agent's open trajectory and episode counters."""
 
     __slots__ = ("obs", "actions", "logprobs", "values", "rewards", "masks", "extras",
-                 "latest_obs", "episode_return", "episode_length")
+                 "latest_obs", "episode_return", "episode_length", "key", "group", "mates",
+                 "group_rewards", "group_return", "last_dones")
 
-    def __init__(self) -> None:
+    def __init__(self, key: Hashable = None) -> None:
+        self.key = key
+        self.group: Hashable | None = None
+        """(build, group_id) of the agent's latest row; None: no group."""
+        self.mates: list[MatesRow] = []
+        """Groupmates of each completed step (collectors with groups)."""
+        self.group_rewards: list[float] = []
+        self.group_return = 0.0
+        self.last_dones: list[bool] = []
+        """Groupmates' dones at the latest completed step."""
         self.obs: list[np.ndarray] = []
         self.actions: list[np.ndarray] = []
         self.logprobs: list[float] = []
@@ -88,7 +106,7 @@ class TrajectoryCollector:
     ``take()`` returns the finished trajectories; ``flush()`` also cuts the open ones.
     """
 
-    def __init__(self, time_horizon: int, sequence_length: int = 1):
+    def __init__(self, time_horizon: int, sequence_length: int = 1, groups: bool = False):
         if time_horizon < 1:
             raise ValueError(f"time_horizon must be >= 1, got {time_horizon}")
         if sequence_length < 1:
@@ -108,37 +126,79 @@ class TrajectoryCollector:
         """Returns of episodes that ended since the last ``pop_episodes``."""
         self.episode_lengths: list[int] = []
         """Lengths (decisions) of episodes that ended since the last ``pop_episodes``."""
+        self.groups = GroupTracker() if groups else None
+        """Group statuses (None: groups are not collected)."""
+        self.group_returns: list[float] = []
+        """Group returns of agents whose episode ended with their group's (module doc)."""
 
     # -- per step -------------------------------------------------------------------------------
     def observe(self, result) -> np.ndarray:
         """Folds one StepResult in; returns the flat observations of its decision rows."""
         terminals = result.terminals
+        groups = self.groups
         if terminals.keys:
             final_obs = flat_obs(terminals.obs)
             rewards = terminals.reward
             interrupted = terminals.interrupted
+            t_groups = t_greward = None
+            if groups is not None:
+                t_groups, t_greward = group_ids(terminals), group_rewards(terminals)
+                self._note(terminals.keys, t_groups, rewards, final_obs, done=True)
             for i, key in enumerate(terminals.keys):
-                self._end_episode(key, final_obs[i], float(rewards[i]), bool(interrupted[i]))
+                self._end_episode(key, final_obs[i], float(rewards[i]), bool(interrupted[i]),
+                                  0.0 if t_greward is None else float(t_greward[i]))
         decisions = result.decisions
         if not decisions.keys:
+            if groups is not None and terminals.keys:
+                groups.forget(terminals.keys)
             return np.zeros((0, 0), np.float32)
         obs = flat_obs(decisions.obs)
         rewards = decisions.reward
         horizon = self.time_horizon
+        d_groups = d_greward = None
+        if groups is not None:
+            d_groups, d_greward = group_ids(decisions), group_rewards(decisions)
+            self._note(decisions.keys, d_groups, rewards, obs, done=False)
         for i, key in enumerate(decisions.keys):
             track = self._tracks.get(key)
             if track is None:
-                track = self._tracks[key] = _AgentTrack()
+                track = self._tracks[key] = _AgentTrack(key)
             elif track.pending:
-                r = float(rewards[i])
-                track.rewards.append(r)
-                track.episode_return += r
-                self.completed_steps += 1
+                self._complete(track, float(rewards[i]),
+                               0.0 if d_greward is None else float(d_greward[i]))
                 if len(track.rewards) >= horizon:
                     self._cut(track, obs[i], terminated=False)
             # else: first decision of a (new) episode: its reward belongs to no action.
             track.latest_obs = obs[i]
+            if d_groups is not None:
+                track.group = _group_of(key, d_groups[i])
+        if groups is not None and terminals.keys:
+            groups.forget(terminals.keys)
         return obs
+
+    def _note(self, keys, gids: np.ndarray, rewards: np.ndarray, current_obs: np.ndarray,
+              done: bool) -> None:
+        """Group statuses of the rows of ``keys`` whose agents have an action waiting."""
+        for i, key in enumerate(keys):
+            track = self._tracks.get(key)
+            if track is None or not track.pending:
+                continue
+            group = _group_of(key, gids[i])
+            track.group = group
+            self.groups.note(key, group, track.obs[-1], track.actions[-1], float(rewards[i]),
+                             done, current_obs[i])
+
+    def _complete(self, track: "_AgentTrack", reward: float, group_reward: float) -> None:
+        """The pending step of ``track`` gets its reward (and, with groups, its group data)."""
+        track.rewards.append(reward)
+        track.episode_return += reward
+        self.completed_steps += 1
+        if self.groups is not None:
+            row = self.groups.mates(track.key, track.group)
+            track.mates.append(row)
+            track.last_dones = row.dones
+            track.group_rewards.append(group_reward)
+            track.group_return += group_reward
 
     def record(self, keys: Sequence[Hashable], obs: np.ndarray, actions: np.ndarray,
                logprobs: np.ndarray, values: np.ndarray,
@@ -184,6 +244,11 @@ class TrajectoryCollector:
             self._cut(track, bootstrap, terminated=False)
         return self.take()
 
+    def pop_group_returns(self) -> list[float]:
+        """Group returns (module doc) since the last call."""
+        out, self.group_returns = self.group_returns, []
+        return out
+
     def pop_episodes(self) -> tuple[list[float], list[int]]:
         """(returns, lengths) of the episodes that ended since the last call."""
         out = (self.episode_returns, self.episode_lengths)
@@ -198,6 +263,8 @@ class TrajectoryCollector:
         self.completed_steps = max(0, self.completed_steps - sum(
             len(t.rewards) for t in self._tracks.values()))
         self._tracks.clear()
+        if self.groups is not None:
+            self.groups.clear()
         return dropped
 
     @property
@@ -206,19 +273,19 @@ class TrajectoryCollector:
 
     # -- internals ------------------------------------------------------------------------------
     def _end_episode(self, key: Hashable, final_obs: np.ndarray, reward: float,
-                     interrupted: bool) -> None:
+                     interrupted: bool, group_reward: float = 0.0) -> None:
         track = self._tracks.pop(key, None)
         if track is None:
             return  # an agent never seen acting: nothing to close
         if track.pending:
-            track.rewards.append(reward)
-            track.episode_return += reward
-            self.completed_steps += 1
+            self._complete(track, reward, group_reward)
         if track.rewards:
             self._cut(track, final_obs, terminated=not interrupted, interrupted=interrupted)
         if track.episode_length > 0:
             self.episode_returns.append(track.episode_return)
             self.episode_lengths.append(track.episode_length)
+            if self.groups is not None and all(track.last_dones):
+                self.group_returns.append(track.group_return)
 
     def _cut(self, track: _AgentTrack, last_obs: np.ndarray, terminated: bool,
              interrupted: bool = False) -> None:
@@ -226,6 +293,21 @@ class TrajectoryCollector:
         k = len(track.rewards)
         self.finished_steps += k
         self.finished_rows += -(-k // self.sequence_length) * self.sequence_length
+        extras = {name: np.stack(rows[:k]) for name, rows in track.extras.items()}
+        group_end: dict = {}
+        if self.groups is not None:
+            obs_dim = np.asarray(last_obs).size
+            action_dim = np.asarray(track.actions[0]).size
+            g_obs, g_actions, g_rewards, g_dones = stack_mates(track.mates, obs_dim, action_dim)
+            extras.update(group_obs=g_obs, group_actions=g_actions, groupmate_rewards=g_rewards,
+                          group_rewards=np.asarray(track.group_rewards, np.float32),
+                          group_dones=g_dones)
+            mates = self.groups.next_obs(track.key, track.group)
+            group_end = dict(
+                next_group_obs=(np.stack(mates).reshape(len(mates), obs_dim).astype(np.float32)
+                                if mates else np.zeros((0, obs_dim), np.float32)),
+                group_continues=not all(track.last_dones))
+            track.mates, track.group_rewards = [], []
         self._done.append(Trajectory(
             obs=np.stack(track.obs[:k]).astype(np.float32, copy=False),
             actions=np.stack(track.actions[:k]),
@@ -235,8 +317,9 @@ class TrajectoryCollector:
             last_obs=np.array(last_obs, np.float32),
             terminated=terminated,
             action_masks=np.stack(track.masks[:k]) if track.masks else None,
-            extras=StepExtras(**{name: np.stack(rows[:k]) for name, rows in track.extras.items()}),
+            extras=StepExtras(**extras),
             interrupted=interrupted,
+            **group_end,
         ))
         for rows in track.extras.values():
             del rows[:k]
@@ -244,3 +327,9 @@ class TrajectoryCollector:
         if track.masks:
             del track.masks[:k]
         track.rewards = []
+
+
+def _group_of(key: Hashable, group_id) -> Hashable | None:
+    """A group is (build, group_id) for group_id > 0 (ids are unique per build only)."""
+    gid = int(group_id)
+    return (getattr(key, "build", 0), gid) if gid > 0 else None

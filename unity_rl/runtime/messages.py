@@ -148,13 +148,29 @@ class ActorError(NamedTuple):
     """Formatted traceback from the actor's process."""
 
 
+SNAPSHOT_VERSION = -1
+"""``Segment.policy_version`` of a lane that acts with a fixed opponent snapshot (self-play):
+its data was not collected with the learner's weights."""
+
+
+class LanePolicy(NamedTuple):
+    """Self-play: what one behavior's lane acts with from its next collection on."""
+
+    weights: BehaviorWeights
+    """Weights to load now."""
+    fixed: bool
+    """True: an opponent snapshot; the lane keeps it (publications no longer change it) and tags
+    its segments ``SNAPSHOT_VERSION``. False: the learner's weights; the lane follows the
+    publications again (the learning team)."""
+
+
 class Control(NamedTuple):
     """learner -> every actor, beside weights: what the run changes in the actors' builds.
 
-    A message is a change: a field left None changes nothing, and a parameter not named keeps
-    its value. The backend keeps the sum of every change (``updated``) and starts a re-created
-    actor with it. The actor applies a control between collections. Room for more fields: an
-    opponent-policy swap (self-play) is meant to be one more field here, applied the same way.
+    A message is a change: a field left None changes nothing, and a parameter (or lane) not named
+    keeps its value. The backend keeps the sum of every change (``updated``) and starts a
+    re-created actor with it. The actor applies a control between collections, in its order
+    among the weights: parameters, then lanes, then the reset.
     """
 
     env_parameters: dict[str, Any] | None = None
@@ -166,14 +182,24 @@ class Control(NamedTuple):
     """After the parameters, reset every build: every agent's episode is cut and its open
     trajectory dropped (mlagents-learn's reset for a lesson with ``require_reset``). A one-off:
     not part of the control state a re-created actor starts with (its builds start afresh)."""
+    lanes: dict[str, LanePolicy] | None = None
+    """Self-play (``unity_rl.training.selfplay``): full behavior name -> the policy its lane acts
+    with (an opponent snapshot, or the learner's weights for the learning team)."""
 
     def updated(self, change: "Control") -> "Control":
-        """This control state after ``change`` (parameters merged name by name)."""
-        if change.env_parameters is None:
+        """This control state after ``change`` (parameters and lanes merged name by name)."""
+        if change.env_parameters is None and change.lanes is None:
             return self
-        params = dict(self.env_parameters or {})
-        params.update(change.env_parameters)
-        return self._replace(env_parameters=params, reset_episodes=False)
+        out = self._replace(reset_episodes=False)
+        if change.env_parameters is not None:
+            params = dict(self.env_parameters or {})
+            params.update(change.env_parameters)
+            out = out._replace(env_parameters=params)
+        if change.lanes is not None:
+            lanes = dict(self.lanes or {})
+            lanes.update(change.lanes)
+            out = out._replace(lanes=lanes)
+        return out
 
 
 class Command(NamedTuple):

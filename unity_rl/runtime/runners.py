@@ -24,7 +24,7 @@ measured per accepted segment (``Policy/Lag`` mean, ``Policy/Lag Max``).
 from __future__ import annotations
 
 import time
-from typing import Mapping, NamedTuple
+from typing import Callable, Mapping, NamedTuple
 
 import numpy as np
 
@@ -69,6 +69,9 @@ class _Wiring:
         """Number of the last publication (``PolicyWeights.version``)."""
         self.finished: set[str] = set()
         """Behaviors that reached their max_steps: their data is counted, no longer trained on."""
+        self.before_publish: Callable[[], None] | None = None
+        """Called at the start of every publication, before the weights go out (self-play: its
+        schedules run there, so that a sync actor gets their control before the weights)."""
 
     def finish(self, name: str) -> None:
         """Stops training behavior ``name`` (its actors keep acting with its last weights)."""
@@ -83,6 +86,8 @@ class _Wiring:
 
     def publish(self) -> None:
         """Broadcasts every host's current weights as one new publication."""
+        if self.before_publish is not None:
+            self.before_publish()
         self.publication += 1
         self.backend.broadcast(PolicyWeights(self.publication, {
             name: BehaviorWeights(int(host.version), host.weights())

@@ -33,7 +33,7 @@ One ``Academy.EnvironmentStep`` in Unity runs, in this order (Academy.cs, Agent.
 Agent ids are Unity's: a global counter in the order agents are initialised (behavior order,
 then agent order; late agents after them), stable across episodes.
 
-Size (about 460 lines): the lifecycle above is one ordered loop over every agent of every
+Size (about 490 lines): the lifecycle above is one ordered loop over every agent of every
 behavior (decisions, terminals, MaxStep, behavior switches); splitting it would scatter the
 order that the protocol tests check.
 """
@@ -113,11 +113,11 @@ def plan_groups(
     return plans
 
 
-def brain_parameters_bytes(name: str, model: SceneModel) -> bytes:
+def brain_parameters_bytes(name: str, model: SceneModel, spec=None) -> bytes:
     """Serialized BrainParametersProto for a behavior, as Unity's ToBrainParametersProto."""
     from mlagents_envs.communicator_objects.brain_parameters_pb2 import BrainParametersProto
 
-    spec = model.spec
+    spec = spec or model.spec
     bp = BrainParametersProto(brain_name=name, is_training=True)
     bp.action_spec.num_continuous_actions = spec.continuous
     bp.action_spec.num_discrete_actions = len(spec.branches)
@@ -139,7 +139,8 @@ class Group:
         self.name = plan.behavior.name
         self.name_bytes = self.name.encode()
         self.model = model
-        self.spec = model.spec
+        # a pool's behaviors may differ in shape (StrikersVsGoalie): the model's spec_for says
+        self.spec = model.spec_for(self.name) if hasattr(model, "spec_for") else model.spec
         self.n = plan.agents
         self.ids = ids
         self.periods = np.asarray(plan.periods, dtype=np.int64)
@@ -168,6 +169,10 @@ class Group:
         self.between = getattr(model, "acts_between_decisions", True)
         """DecisionRequester.TakeActionsBetweenDecisions: False -> ``act`` only at decisions."""
         self.encoders = [ObsEncoder(s) for s in self.spec.obs]
+        self.grouped = hasattr(model, "group_id")
+        """The model puts agents in SimpleMultiAgentGroups (``group_id``, ``group_reward``)."""
+        self.sleeps = hasattr(model, "asleep")
+        """The model disables agents for a while (``asleep``: no decisions, no actions)."""
         self._brain_bytes: bytes | None = None
         self.pool: list[Group] | None = None
         """The groups of this behavior's pool (shared agents and model), in pool order."""
@@ -183,7 +188,7 @@ class Group:
     @property
     def brain_bytes(self) -> bytes:
         if self._brain_bytes is None:
-            self._brain_bytes = brain_parameters_bytes(self.name, self.model)
+            self._brain_bytes = brain_parameters_bytes(self.name, self.model, self.spec)
         return self._brain_bytes
 
     def restart(self, idx: np.ndarray, now: int) -> None:
@@ -220,6 +225,16 @@ class Group:
         self.active_idx = np.flatnonzero(self.active)
         if len(self.active_idx):
             self.first_start = int(self.episode_start[self.active_idx].min())
+
+    def group_fields(self, idx: np.ndarray) -> dict:
+        """``group_ids``/``group_rewards`` of an info batch for ``idx`` (SimpleMultiAgentGroup:
+        the model's ``group_id`` and ``group_reward``, the latter drained as Unity zeroes
+        m_GroupReward once sent); nothing for a scene without groups."""
+        if not self.grouped:
+            return {}
+        rewards = self.model.group_reward[idx].copy()
+        self.model.group_reward[idx] = 0.0
+        return {"group_ids": self.model.group_id[idx], "group_rewards": rewards}
 
     def step_count(self, now: int) -> np.ndarray:
         """Unity's Agent.StepCount of every agent (meaningful for present agents)."""
@@ -339,6 +354,8 @@ class Academy:
                 deciding = idx if k % g.uniform_period == 0 else _EMPTY
             else:
                 deciding = idx[k % g.periods[idx] == 0]
+            if g.sleeps and len(deciding):
+                deciding = deciding[~g.model.asleep[deciding]]
             infos = g.pending
             g.pending = []
             if len(deciding):
@@ -350,6 +367,7 @@ class Academy:
                         max_step_reached=None,
                         obs=g.model.observe(deciding),
                         action_mask=g.model.action_mask(deciding),
+                        **g.group_fields(deciding),
                     )
                 )
                 g.reward[deciding] = 0.0
@@ -399,6 +417,8 @@ class Academy:
         present = [g.active_idx for g in self.groups]  # agents act once, even if they switch
         stepped = set()
         for g, idx in zip(self.groups, present):
+            if g.sleeps and len(idx):
+                idx = idx[~g.model.asleep[idx]]
             if len(idx):
                 acting = idx if g.between else idx[np.isin(idx, g.decided_now)]
                 if len(acting) == g.n:  # everyone acts: whole arrays, no gathers
@@ -406,7 +426,7 @@ class Academy:
                 else:
                     out = g.model.act(acting, g.continuous[acting], g.discrete[acting])
                 reward, ended = out[0], out[1]
-                if len(out) > 2:  # per agent: SetReward (replace) or AddReward
+                if len(out) > 2 and out[2] is not None:  # per agent: SetReward (replace) or AddReward
                     g.reward[acting] = np.where(out[2], reward, g.reward[acting] + reward)
                 elif len(acting) == g.n:
                     if g.model.set_reward:
@@ -418,6 +438,10 @@ class Academy:
                 else:
                     g.reward[acting] += reward
                 if ended.any():
+                    if len(out) > 3 and out[3] is not None and out[3].any():
+                        cut = ended & out[3]  # GroupEpisodeInterrupted: max_step_reached
+                        self._end_episodes(g, acting[cut], max_step_reached=True)
+                        ended = ended & ~out[3]
                     self._end_episodes(g, acting[ended], max_step_reached=False)
                 if 0 < g.max_step <= now - g.first_start:
                     cut = idx[now - g.episode_start[idx] >= g.max_step]
@@ -438,6 +462,7 @@ class Academy:
                     max_step_reached=np.full(len(notify), max_step_reached),
                     obs=g.model.observe(notify),
                     action_mask=None,
+                    **g.group_fields(notify),
                 )
             )
             g.reward[notify] = 0.0

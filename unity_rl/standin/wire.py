@@ -28,7 +28,7 @@ Field numbers (mlagents-envs 1.1.0, communication API 1.5.0)::
     AgentActionProto      1 vector_actions_deprecated  4 value  6 continuous_actions
                           7 discrete_actions
 
-Size: the whole wire format of the stand-in player in one place (about 420 lines).
+Size: the whole wire format of the stand-in player in one place (about 460 lines).
 """
 from __future__ import annotations
 
@@ -164,12 +164,18 @@ class AgentInfoBatch(NamedTuple):
     """One entry per ObsSpec: float array [k, *shape], or a list of k PNG byte strings."""
     action_mask: np.ndarray | None
     """[k, sum(branches)] bool, True = action unavailable; None when not sent."""
+    group_ids: np.ndarray | None = None
+    """[k] int: SimpleMultiAgentGroup id per agent (0 = none, not sent); None: no groups."""
+    group_rewards: np.ndarray | None = None
+    """[k] float32: group reward since the agent's previous decision (0 is not sent)."""
 
 
 _REWARD_TAG = tag(7, _I32)
 _DONE = tag(8, _VARINT) + b"\x01"
 _MAX_STEP = tag(9, _VARINT) + b"\x01"
 _ID_TAG = tag(10, _VARINT)
+_GROUP_ID_TAG = tag(14, _VARINT)
+_GROUP_REWARD_TAG = tag(15, _I32)
 _LIST_VALUE_TAG = tag(1, _LEN)
 
 
@@ -188,6 +194,7 @@ def encode_agent_infos(batch: AgentInfoBatch, encoders: Sequence[ObsEncoder]) ->
     else:
         mask_head, mask_rows, mask_len = b"", b"", 0
     ids = batch.ids.tolist()
+    groups = _group_fields(batch, k)
     obs_len = [len(part[0]) if part else 0 for part in obs_parts]
     same_obs_len = all(not enc.spec.png for enc in encoders)
     pieces: list[bytes] = []
@@ -199,6 +206,7 @@ def encode_agent_infos(batch: AgentInfoBatch, encoders: Sequence[ObsEncoder]) ->
             flags = b""
         id_bytes = varint(ids[i])
         size = 5 + len(flags) + 1 + len(id_bytes) + (len(mask_head) + mask_len if mask_len else 0)
+        size += len(groups[i])
         size += sum(obs_len) if same_obs_len else sum(len(part[i]) for part in obs_parts)
         append(_LIST_VALUE_TAG)
         append(varint(size))
@@ -207,12 +215,29 @@ def encode_agent_infos(batch: AgentInfoBatch, encoders: Sequence[ObsEncoder]) ->
         append(flags)
         append(_ID_TAG)
         append(id_bytes)
+        append(groups[i])
         if mask_len:
             append(mask_head)
             append(mask_rows[i * mask_len : (i + 1) * mask_len])
         for part in obs_parts:
             append(part[i])
     return b"".join(pieces)
+
+
+def _group_fields(batch: AgentInfoBatch, k: int) -> list[bytes]:
+    """Per agent, the encoded ``group_id`` (14) and ``group_reward`` (15) fields; proto3 leaves
+    a zero out, as Unity's serializer does."""
+    out = [b""] * k
+    if batch.group_ids is not None:
+        for i, gid in enumerate(batch.group_ids.tolist()):
+            if gid:
+                out[i] = _GROUP_ID_TAG + varint(int(gid))
+    if batch.group_rewards is not None:
+        rewards = np.ascontiguousarray(batch.group_rewards, dtype="<f4")
+        raw = rewards.tobytes()
+        for i in np.flatnonzero(rewards).tolist():
+            out[i] += _GROUP_REWARD_TAG + raw[4 * i: 4 * i + 4]
+    return out
 
 
 def encode_output_message(

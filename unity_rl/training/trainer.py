@@ -10,6 +10,9 @@ It builds the pieces and wires them in one place (``wiring.wire``: mode x backen
 and owns the loop around ``runner.next_update()``: per-behavior step budgets, metrics,
 checkpoints, resume, the final policies.
 
+Size (about 470 lines): the run's setup, loop and outputs share the state of ``_Run``; what a
+feature needs beyond a few lines lives in its own module (``curriculum.py``, ``selfplay.py``).
+
 Contract:
 - every behavior the builds report is trained, with the settings of its section (or
   ``default_settings``); a behavior with neither is an error naming it. ``unity_rl.behavior``
@@ -33,6 +36,10 @@ Contract:
   collections, a re-created actor starts with it) and, where a finished lesson has
   ``require_reset``, resets the builds; lesson numbers go to TensorBoard
   (``Environment/Lesson Number/<parameter>``) and into the checkpoint;
+- self-play (``training.selfplay``): the teams of a section with ``self_play`` share one
+  ``BehaviorRun`` named by the brain (the name before ``?team=``); the runner drives one view per
+  team, the self-play runner merges them back, ``Self-play/ELO`` goes to the brain's metrics and
+  the controller's state into the checkpoint (``self_play``);
 - Ctrl-C or SIGTERM stops cleanly: actors stopped (builds closed), final checkpoint, final
   policies; ``TrainResult.interrupted`` says so. An actor failure raises ``ActorFailedError``
   naming the actor, after the same clean-up (its checkpoint lets the run be resumed).
@@ -57,6 +64,8 @@ from unity_rl.runtime.messages import ActorFailedError, ActorInfo, BehaviorInfo,
 from unity_rl.interrupts import sigterm_raises
 from unity_rl.runtime.process_state import load_rng_state, rng_state, seed_everything, shielded
 from unity_rl.training.curriculum import Curricula
+from unity_rl.training.ghost import team_of
+from unity_rl.training.selfplay import SelfPlay, make_selfplay_runner, self_play_brains
 from unity_rl.training.wiring import actor_specs, make_algorithms, wire
 
 logger = logging.getLogger(__name__)
@@ -137,6 +146,8 @@ class _Run:
         self.behaviors: dict[str, BehaviorRun] = {}
         self.curricula = curricula if curricula is not None else Curricula({}, seed)
         """Each environment parameter's lesson (a plain value: one lesson)."""
+        self.selfplay: SelfPlay | None = None
+        """The self-play brains (``training.selfplay``), or None."""
         self.ready = False
         """True once every behavior has its host and metrics (the run can be saved)."""
         self.last_checkpoint: Path | None = None
@@ -165,15 +176,30 @@ class _Run:
         entries = state["behaviors"] if state is not None else {}
         initial = self.initial["behaviors"] if self.initial is not None else {}
         names = sorted(reported)
-        outs = output_names(names)
+        brains = self_play_brains(names, self._algorithm_for, reported)
+        teams = {name for brain in brains.values() for name in brain[2].values()}
+        plain = [name for name in names if name not in teams]
+        outs = {**output_names(plain), **{brain: brain for brain in brains}}
+        hosts, settings = {}, {}
         for i, name in enumerate(names):
+            if name in teams and name not in {b[0] for b in brains.values()}:
+                continue  # a brain's other team: the brain's one host is made for its first
             algorithm = self._algorithm_for(name)
             seed = int(np.random.SeedSequence([self.seed, i]).generate_state(1)[0])
             ctx = HostContext(device, seed, rl.num_actors, rl.mode, rl.max_policy_lag)
-            host = algorithm.make_host(reported[name], ctx)
+            key = team_of(name)[0] if name in teams else name
+            hosts[key] = (algorithm.make_host(reported[name], ctx), reported[name])
+            settings[key] = algorithm.behavior_cfg
+        if brains:
+            self.selfplay = SelfPlay.build(
+                {brain: (hosts[brain][0], settings[brain].self_play, names_)
+                 for brain, (_, _, names_) in brains.items()}, self.seed)
+            for brain, host in self.selfplay.brains.items():
+                hosts[brain] = (host, hosts[brain][1])
+        for name in [*plain, *sorted(brains)]:
+            host, info = hosts[name]
             metrics_dir = self.run_dir / "inference" if self.inference else self.run_dir
-            run = BehaviorRun(name, outs[name], algorithm.behavior_cfg, reported[name], host,
-                              metrics_dir)
+            run = BehaviorRun(name, outs[name], settings[name], info, host, metrics_dir)
             self.behaviors[name] = run
             entry = entries.get(name)
             if entry is not None:
@@ -188,6 +214,8 @@ class _Run:
             if entry is not None:
                 run.restore_metrics(entry)
         self._check_curriculum_behaviors()
+        if self.selfplay is not None and state is not None and "self_play" in state:
+            self.selfplay.load_state_dict(state["self_play"])
         if state is not None:
             load_rng_state(state["rng"])
         self.saved_at = self._steps() if state is not None else None
@@ -206,7 +234,17 @@ class _Run:
                               f"which this run does not train (trained: {sorted(trained)})")
 
     # -- loop -----------------------------------------------------------------------------------
+    def runner_hosts(self) -> dict:
+        """Full behavior name -> what the runner drives: the behavior's host, or its self-play
+        team's view."""
+        hosts = {n: b.host for n, b in self.behaviors.items()
+                 if self.selfplay is None or n not in self.selfplay.brains}
+        if self.selfplay is not None:
+            hosts.update(self.selfplay.views())
+        return hosts
+
     def loop(self, runner, target_return: float | None) -> None:
+        runner = make_selfplay_runner(runner, self.selfplay)
         runner.start()
         for name, behavior in self.behaviors.items():
             if behavior.done or self.inference:
@@ -217,6 +255,9 @@ class _Run:
             for behavior in self.behaviors.values():  # the lessons the round was collected in
                 for parameter, number in self.curricula.lesson_numbers().items():
                     behavior.metrics.set_stat(f"Environment/Lesson Number/{parameter}", number)
+            if self.selfplay is not None:
+                for brain, elo in self.selfplay.elos().items():
+                    self.behaviors[brain].metrics.set_stat("Self-play/ELO", elo)
             for name, part in round_.behaviors.items():
                 behavior = self.behaviors[name]
                 if behavior.done:
@@ -264,6 +305,8 @@ class _Run:
             "rng": rng_state(),
             "curriculum": self.curricula.state_dict(),
         }
+        if self.selfplay is not None:
+            state["self_play"] = self.selfplay.state_dict()
         self.last_checkpoint = self.checkpoints.save(state, self.agent_steps)
         self.saved_at = self._steps()
         return self.last_checkpoint
@@ -385,7 +428,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
                 logger.info("%d actor(s) with %d build(s) ready in %.1f s", len(infos),
                             cfg.env_settings.num_envs, time.perf_counter() - t0)
                 run.setup(infos, console)
-                run.loop(runner_for({n: b.host for n, b in run.behaviors.items()}), target_return)
+                run.loop(runner_for(run.runner_hosts()), target_return)
                 save_at_end = True
             except KeyboardInterrupt as stop:
                 interrupted, save_at_end = stop, True

@@ -83,8 +83,8 @@ def actor_specs(cfg: RunConfig, algorithms: dict[str, Algorithm], default: Algor
     launch = cfg.launch_settings(str(log_dir))
     if env_parameters is not None:
         launch = dataclasses.replace(launch, env_parameters=tuple(env_parameters.items()))
-    plans = tuple((name, algorithm.plan()) for name, algorithm in algorithms.items())
-    default_plan = default.plan() if default is not None else None
+    plans = tuple((name, _plan(algorithm)) for name, algorithm in algorithms.items())
+    default_plan = _plan(default) if default is not None else None
     behaviors = (rl.behavior,) if rl.behavior is not None else (ALL_BEHAVIORS,)
     specs = []
     for k, (first_worker, count) in enumerate(split_builds(env.num_envs, rl.num_actors)):
@@ -100,6 +100,15 @@ def actor_specs(cfg: RunConfig, algorithms: dict[str, Algorithm], default: Algor
             actor_id=k, stream=stream, plans=plans, default_plan=default_plan,
             wait_for_new_weights=(rl.mode == "sync"), seed=policy_seed, torch_threads=1))
     return specs
+
+
+def _plan(algorithm: Algorithm):
+    """The section's plan; with ``self_play`` its lanes also collect group data: a game's end
+    (ELO) needs the last step's group reward and whether the whole group is done."""
+    plan = algorithm.plan()
+    if getattr(algorithm.behavior_cfg, "self_play", None) is not None:
+        plan = plan._replace(collect_groups=True)
+    return plan
 
 
 def make_backend(name: str, specs: Sequence[ActorSpec], **options) -> ActorBackend:

@@ -23,4 +23,5 @@ SPEC = TrainerTypeSpec(
     algorithm="unity_rl.algorithms.ddpg.host:DDPGAlgorithm",
     policy_loader="unity_rl.algorithms.ddpg.export:load_policy_module",
     default_segment_steps=lambda hp, num_actors, time_horizon=0: SEGMENT_STEPS,
+    self_play=False,  # not an mlagents-learn trainer type: no GhostTrainer semantics to follow
 )

@@ -108,11 +108,14 @@ class OffPolicyHost:
         carry none: their actors wrote them already); returns the lag in versions."""
         self.agent_steps += segment.agent_steps
         if segment.trajectories:
-            batch = trajectories_to_transitions(segment.trajectories, self.replay.mask_dim,
-                                                self.cfg.interrupted_next_obs)
+            replay = self.replay
+            batch = trajectories_to_transitions(segment.trajectories, replay.mask_dim,
+                                                self.cfg.interrupted_next_obs,
+                                                replay.sequence_length, replay.memory_dim)
             priorities = carried_priorities(segment.trajectories) if self.cfg.prioritized else None
-            self.replay.add(batch, priorities)
-            self.learner.observe(batch.obs)
+            replay.add(batch, priorities)
+            real = batch.obs if batch.loss_mask is None else batch.obs[batch.loss_mask > 0]
+            self.learner.observe(real)
         elif segment.agent_steps:  # a receipt: its actor wrote the rows into the shared replay
             self.learner.observe(self.replay.newest_obs(segment.agent_steps))
         then = self._updates_at.get(segment.policy_version)

@@ -33,6 +33,17 @@ Hallway        ``Hallway?team=0``: stacked rays 105 (3 stacks) +   17      6    
 Pyramids       ``Pyramids?team=0``: 3 ray sensors 56 each + switch    16      5         5000
                state and velocity 4, 1 branch of 5; sparse: +2
                at the gold brick (``--standin-heuristic``)
+Sorter         ``Sorter?team=0``: buffer sensor (20, 23) +       8       5         5000
+               RB 10 + stacked vector 8, branches [3,3,3];
+               reads ``num_tiles``
+PushBlock-     ``PushBlockCollab?team=0``: grid 6x20x20 (PNG) +   12      5         0 (group
+Collab         RB 10, 1 branch of 7; 4 groups of 3              (4x3)             5000)
+DungeonEscape  ``DungeonEscape?team=0``: RB 10 + stacked rays   36      5         0 (group
+               360 + key 1, 1 branch of 7; 12 groups of 3       (12x3)            15000)
+SoccerTwos     ``SoccerTwos?team=0`` / ``?team=1``: rays 264 + 72,   32      5         0 (group
+               [3,3,3]; 2 v 2 per field, one group per team     (8x4)             5000)
+StrikersVs-    ``Striker?team=0``: rays 231 + 63; ``Goalie?team=1``: 16 + 8  5         0 (group
+Goalie         rays 738; [3,3,3] both                           (8x3)             5000)
 Mock           from ``--standin-spec JSON_OR_PATH`` (unity_rl.testing, docs/testing.md)
 =============  ===============================================  ======  ========  ========
 
@@ -60,6 +71,10 @@ from unity_rl.standin.scenes.visual_3dball import Visual3DBallModel
 from unity_rl.standin.scenes.blocks import PushBlockModel, WallJumpModel  # noqa: E402
 from unity_rl.standin.scenes.hallway import HallwayModel  # noqa: E402
 from unity_rl.standin.scenes.pyramids import PyramidsModel  # noqa: E402
+from unity_rl.standin.scenes.sorter import SorterModel  # noqa: E402
+from unity_rl.standin.scenes.collab import PushBlockCollabModel  # noqa: E402
+from unity_rl.standin.scenes.dungeon_escape import DungeonEscapeModel  # noqa: E402
+from unity_rl.standin.scenes.soccer import SoccerTwosModel, StrikersVsGoalieModel  # noqa: E402
 from unity_rl.standin.scenes.locomotion import CrawlerModel, WalkerModel, WormModel  # noqa: E402
 from unity_rl.standin.scenes.match3 import (  # noqa: E402
     Match3Model,
@@ -110,6 +125,17 @@ SCENES.update({
     "Hallway": (BehaviorDef("Hallway?team=0", HallwayModel, 17, 6, 3000),),
     # press a switch, knock the pyramid it raises, touch the gold brick: sparse (pyramids.py)
     "Pyramids": (BehaviorDef("Pyramids?team=0", PyramidsModel, 16, 5, 5000),),
+    # numbered tiles seen through a buffer sensor (20, 23); reads num_tiles (sorter.py)
+    "Sorter": (BehaviorDef("Sorter?team=0", SorterModel, 8, 5, 5000),),
+    # cooperative: one SimpleMultiAgentGroup per area, group rewards (collab.py, dungeon_escape.py)
+    "PushBlockCollab": (BehaviorDef("PushBlockCollab?team=0", PushBlockCollabModel, 12, 5, 0),),
+    "DungeonEscape": (BehaviorDef("DungeonEscape?team=0", DungeonEscapeModel, 36, 5, 0),),
+    # competitive: two teams in one pool of agents, one group per team and field (soccer.py)
+    "SoccerTwos": (BehaviorDef("SoccerTwos?team=0", SoccerTwosModel, 32, 5, 0, pool="Soccer"),
+                   BehaviorDef("SoccerTwos?team=1", SoccerTwosModel, 32, 5, 0, pool="Soccer")),
+    "StrikersVsGoalie": (
+        BehaviorDef("Striker?team=0", StrikersVsGoalieModel, 24, 5, 0, pool="Soccer"),
+        BehaviorDef("Goalie?team=1", StrikersVsGoalieModel, 24, 5, 0, pool="Soccer")),
 })
 
 __all__ = ["SCENES", "BehaviorDef"]

@@ -1,0 +1,87 @@
+"""POCALearner and POCACritic on hand-made data: masking of absent members, the member count,
+checkpoints, and the actor shipped to PPO's acting policy and export."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import torch
+
+from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.algorithms.poca.config import POCAConfig
+from unity_rl.algorithms.poca.learner import POCALearner
+from unity_rl.algorithms.ppo.acting import PPOPolicy
+from unity_rl.experience import StepExtras, Trajectory
+
+SPEC = SimpleNamespace(continuous_size=0, discrete_branches=(3,))
+NET = NetworkConfig(normalize=True, hidden_units=16, num_layers=1)
+
+
+def learner(seed: int = 0) -> POCALearner:
+    return POCALearner([(4,)], SPEC, POCAConfig(buffer_size=32, minibatch_size=16), NET,
+                       seed=seed)
+
+
+def trajectories(rng, n=4, length=8, mates=2):
+    out = []
+    for _ in range(n):
+        group_obs = rng.normal(size=(length, mates, 4)).astype(np.float32)
+        group_obs[length // 2:, -1] = np.nan  # a member leaves half way
+        out.append(Trajectory(
+            obs=rng.normal(size=(length, 4)).astype(np.float32),
+            actions=rng.integers(0, 3, (length, 1)), logprobs=np.full((length, 1), -1.1, np.float32),
+            values=np.zeros(length, np.float32), rewards=np.zeros(length, np.float32),
+            last_obs=rng.normal(size=4).astype(np.float32), terminated=True,
+            extras=StepExtras(group_obs=group_obs,
+                              group_actions=rng.integers(0, 3, (length, mates, 1)).astype(np.float32),
+                              groupmate_rewards=np.zeros(length, np.float32),
+                              group_rewards=rng.normal(size=length).astype(np.float32),
+                              group_dones=np.zeros((length, mates), bool)),
+            next_group_obs=rng.normal(size=(1, 4)).astype(np.float32), group_continues=True))
+    return out
+
+
+def test_absent_members_are_masked_out_and_counted():
+    critic = learner().critic
+    rng = np.random.default_rng(0)
+    own = torch.as_tensor(rng.normal(size=(5, 4)), dtype=torch.float32)
+    mate = torch.as_tensor(rng.normal(size=(5, 1, 4)), dtype=torch.float32)
+    critic.max_agents.fill_(3.0)
+    with torch.no_grad():
+        alone_with_one = critic.value(own, mate)
+        padded = critic.value(own, torch.cat([mate, torch.full((5, 2, 4), float("nan"))], 1))
+        with_two = critic.value(own, torch.cat([mate, mate + 1], 1))
+        actions = torch.zeros(5, 1, 1)
+        b1 = critic.baseline(own, mate, actions)
+        b_pad = critic.baseline(own, torch.cat([mate, torch.full((5, 1, 4), float("nan"))], 1),
+                                torch.zeros(5, 2, 1))
+    torch.testing.assert_close(padded, alone_with_one)
+    torch.testing.assert_close(b_pad, b1)
+    assert not torch.allclose(with_two, alone_with_one)
+    assert torch.isfinite(padded).all() and torch.isfinite(b_pad).all()
+
+
+def test_update_checkpoint_round_trip_and_actor_for_acting_and_export():
+    rng = np.random.default_rng(1)
+    a = learner(seed=3)
+    metrics = a.update(trajectories(rng))
+    assert np.isfinite(metrics["Losses/Baseline Loss"]) and metrics["Losses/Baseline Loss"] > 0
+    assert float(a.critic.max_agents) == 3.0  # self + two mates at the first steps
+    b = learner(seed=4)
+    b.load_state_dict(a.state_dict())
+    for m_a, m_b in ((a.model, b.model), (a.critic, b.critic)):
+        for (k, v), (_, w) in zip(m_a.state_dict().items(), m_b.state_dict().items()):
+            torch.testing.assert_close(v, w, msg=k)
+    data = trajectories(np.random.default_rng(2))
+    torch.manual_seed(0)
+    ma = a.update(data)
+    mb = b.update(data)
+    assert ma == mb  # same state, same shuffling RNG: the same update
+    policy = PPOPolicy([(4,)], SPEC, NET, seed=0)
+    policy.load_weights(a.weights())
+    obs = rng.normal(size=(6, 4)).astype(np.float32)
+    actions, logprobs, _ = policy.act(obs, np.ones((6, 3), bool))
+    assert actions.shape == (6, 1) and np.isfinite(logprobs).all()
+    module = a.export_module()
+    out = module(torch.as_tensor(obs), torch.ones(6, 3))
+    assert out is not None

@@ -1,0 +1,59 @@
+"""``trainer_type: poca`` end to end: Unity's DungeonEscape config (scaled down) on the
+DungeonEscape stand-in, sync and async: groups reach the learner, an update runs (POCA's
+losses, ``Environment/Group Cumulative Reward``), the actor alone is exported to ONNX, and
+every process ends."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tests.runtime.helpers import REPO_ROOT, live_descendants
+from unity_rl.config import FrozenMap, apply_overrides, load_config
+from unity_rl.training.trainer import train
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+CONFIG = REPO_ROOT / "tests" / "fixtures" / "mlagents_configs" / "poca" / "DungeonEscape.yaml"
+BUILD = REPO_ROOT / "unity_builds" / "DungeonEscape.x86_64"
+
+
+def small(base_port: int, mode: str):
+    cfg = apply_overrides(load_config(CONFIG), env=str(BUILD), base_port=base_port, num_envs=1,
+                          num_actors=1, mode=mode, seed=2, no_graphics=True, timeout_wait=30,
+                          env_args=("--standin-agents", "9"))
+    [(name, b)] = cfg.behaviors.items()
+    hp = dataclasses.replace(b.hyperparameters, buffer_size=256, minibatch_size=128, num_epochs=1)
+    net = dataclasses.replace(b.network_settings, hidden_units=16)
+    b = dataclasses.replace(b, hyperparameters=hp, network_settings=net, max_steps=1200,
+                            summary_freq=400, time_horizon=16)
+    return dataclasses.replace(cfg, behaviors=FrozenMap({name: b}))
+
+
+def scalars(run_dir, behavior: str) -> dict[str, list[float]]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir / behavior))
+    events.Reload()
+    return {tag: [e.value for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_dungeon_escape_trains_and_exports_the_actor(tmp_path, free_base_port, mode):
+    run_dir = tmp_path / "run"
+    result = train(small(free_base_port(1), mode), run_dir, resume=False, console=False)
+    assert not result.interrupted
+    tags = scalars(run_dir, "DungeonEscape")
+    for tag in ("Losses/Policy Loss", "Losses/Value Loss", "Losses/Baseline Loss",
+                "Policy/Extrinsic Baseline Estimate", "Environment/Group Cumulative Reward"):
+        assert tag in tags, sorted(tags)
+    assert all(v == v for v in tags["Losses/Baseline Loss"])  # no NaN from masked members
+    import onnx
+
+    model = onnx.load(str(result.policy_path))
+    inputs = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim[1:]]
+              for i in model.graph.input}
+    # the actor only, on the agent's own observations, as ML-Agents exports POCA
+    assert inputs["obs_0"] == [10] and inputs["obs_1"] == [360] and inputs["obs_2"] == [1]
+    assert "action_masks" in inputs
+    assert live_descendants() == []

@@ -1,0 +1,379 @@
+"""MA-POCA (Cohen et al. 2021, arXiv:2111.05992) as mlagents-learn 1.1.0 runs it, pure and
+single-process (``poca/trainer.py``, ``poca/optimizer_torch.py``; TRAINERS.md §3).
+
+- Decentralised actor: PPO's ``ActorCritic`` on the agent's own observations, in its
+  ``shared_critic`` layout (value heads on the actor trunk that nothing here trains), so that
+  acting, evaluate and ONNX export are PPO's own and export the actor only, as ML-Agents does.
+- Centralised critic ``POCACritic`` (``model.py``) over the agent and its groupmates
+  (``Trajectory.extras.group_obs``, absent members NaN): V(s_group) and the counterfactual
+  baseline Q(s, a_−i) per agent.
+- Rewards: signal k's ``rewards(trajectory) · strength``; the extrinsic signal also adds the
+  groupmates' individual rewards and the group reward (``ExtrinsicRewardProvider`` with
+  ``add_groupmate_rewards``).
+- Returns: TD(λ) per trajectory and signal (``lambda_return``: G_T = r_T + γ·V_next,
+  G_t = r_t + (1−λ)·γ·V(s_{t+1}) + λ·γ·G_{t+1}), V_next = V(last_obs with the other members'
+  latest observations), zero only when the agent terminated **and** no groupmate was still in
+  its episode (``Trajectory.group_continues``): an agent that dies for its group bootstraps from
+  the group's value. Advantage A = G − baseline, its mean over signals; normalised over the buffer.
+- Loss per minibatch: clipped surrogate (per action column) + 0.5·(value loss + 0.5·baseline
+  loss) − β·entropy, one Adam over actor and critic, ML-Agents' linear schedules. The value loss
+  is anchored where ML-Agents 1.1.0 anchors it, at the returns (its ``value_estimates_key`` is
+  the returns key, Unity-Technologies/ml-agents#6281: the unclipped squared error); the baseline
+  loss is clipped around the baselines of the rollout.
+- Values, baselines and V_next are computed for the whole buffer at once with the pre-update
+  critic; the member count's maximum (``POCACritic.max_agents``) is raised to the buffer's
+  largest group before them (ML-Agents raises it trajectory by trajectory: the two differ only
+  while the largest group seen so far still grows).
+
+No memory, no process or I/O; metrics named as ML-Agents' TensorBoard tags
+(``Losses/Baseline Loss``, ``Policy/Extrinsic Baseline Estimate``, ...).
+"""
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from unity_rl.algorithms.encoders import ObservationLayout, ObsShapesLike
+from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.algorithms.nets import seeded_init
+from unity_rl.algorithms.poca.config import POCAConfig
+from unity_rl.algorithms.poca.model import POCACritic
+from unity_rl.algorithms.ppo.losses import (clipped_surrogate_loss, decayed, masked_mean,
+                                            minibatch_indices, value_loss)
+from unity_rl.algorithms.ppo.model import (DEFAULT_ARCH, ActionSpecLike, ActorCritic,
+                                           DeterministicActor, check_obs_shapes, load_normalizer,
+                                           normalizer_state)
+from unity_rl.algorithms.reward_signals.base import SignalBatch
+from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
+from unity_rl.algorithms.reward_signals.registry import make_reward_signals
+from unity_rl.experience import Trajectory
+
+logger = logging.getLogger(__name__)
+
+VALUE_LOSS_WEIGHT = 0.5
+BASELINE_LOSS_WEIGHT = 0.5
+"""loss = policy + 0.5·(value_loss + 0.5·baseline_loss) − β·entropy (ML-Agents' fixed weights)."""
+
+
+def lambda_return(r: np.ndarray, value_estimates: np.ndarray, gamma: float, lambd: float,
+                  value_next: float) -> np.ndarray:
+    """ML-Agents' ``trainer_utils.lambda_return`` (TD(λ), not GAE), float32 as its arrays."""
+    returns = np.zeros_like(r)
+    returns[-1] = r[-1] + gamma * value_next
+    for t in reversed(range(0, r.size - 1)):
+        returns[t] = gamma * lambd * returns[t + 1] + r[t] + (1 - lambd) * gamma * value_estimates[t + 1]
+    return returns
+
+
+class POCABatch(NamedTuple):
+    """What one update optimises on (``POCALearner.prepare``), row for row."""
+
+    obs: torch.Tensor
+    """[N, obs_dim] own observations, normalised."""
+    mates_obs: torch.Tensor
+    """[N, M, obs_dim] groupmates' observations, normalised, NaN rows where no member."""
+    mates_actions: torch.Tensor
+    """[N, M, C + B] groupmates' action rows (0 where no member)."""
+    actions: torch.Tensor
+    logprobs: torch.Tensor
+    masks: torch.Tensor | None
+    advantages: torch.Tensor
+    """[N] mean over signals of G − baseline, normalised over the buffer."""
+    returns: torch.Tensor
+    """[N, K] each signal's λ-returns (the targets of V and of the baseline)."""
+    baselines: torch.Tensor
+    """[N, K] the rollout's baselines (the baseline loss's clip anchor)."""
+    values: np.ndarray
+    """[N, K] V(s_group) of the rollout (for the metrics)."""
+
+
+class POCALearner:
+    """Owns the actor, the centralised critic, one Adam, the normaliser and the reward signals."""
+
+    def __init__(self, obs_shapes: ObsShapesLike, action_spec: ActionSpecLike, cfg: POCAConfig,
+                 network_cfg: NetworkConfig, device: str = "cpu", seed: int | None = None,
+                 reward_signals: Sequence[RewardSignalConfig] = EXTRINSIC_ONLY,
+                 goal_indices: Sequence[int] = ()):
+        self.cfg = cfg
+        self.layout = ObservationLayout(obs_shapes)
+        self.obs_shapes = self.layout.obs_shapes
+        self.obs_dim = self.layout.obs_dim
+        self.device = torch.device(device)
+        self.reward_signals = make_reward_signals(reward_signals, self.obs_shapes, action_spec)
+        for signal in self.reward_signals:
+            if signal.name != "extrinsic":  # ML-Agents' create_reward_signals warning
+                logger.warning("Reward signal %s is not supported with the POCA trainer; results "
+                               "may be unexpected.", signal.name.capitalize())
+        heads = [s.name for s in self.reward_signals]
+        with seeded_init(seed):
+            self.model = ActorCritic(self.obs_shapes, action_spec, network_cfg, value_heads=heads,
+                                     goal_indices=goal_indices, shared_critic=True).to(self.device)
+            self.critic = POCACritic(self.obs_shapes, action_spec, network_cfg,
+                                     value_heads=heads).to(self.device)
+        # One Adam over actor + critic (ML-Agents: policy.actor.parameters() + critic.parameters())
+        self.optimizer = torch.optim.Adam(
+            list(self.model.parameters()) + list(self.critic.parameters()), lr=cfg.learning_rate)
+        self.sequence_length = 1
+        self.normalizer = self.layout.make_normalizer(network_cfg.normalize)
+        self.rng = np.random.default_rng(seed)
+        self.version = 0
+        self.agent_steps_trained = 0
+        self.agent_steps_collected = 0
+
+    # -- weights for actors, checkpoints, export ------------------------------------------------
+
+    def weights(self) -> dict:
+        """What the actors' PPO policy copies load: the actor only (module doc)."""
+        return {"model": {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()},
+                "normalizer": normalizer_state(self.normalizer), "version": self.version,
+                "obs_shapes": self.obs_shapes, "arch": dict(DEFAULT_ARCH),
+                "value_heads": self.model.value_head_names,
+                "goal_indices": self.model.goal_indices, "shared_critic": True}
+
+    def state_dict(self) -> dict:
+        """Everything to resume (a deep copy of tensors and plain values); ``model`` and
+        ``normalizer`` are what ``ppo.export.load_policy_module`` reads."""
+        return copy.deepcopy({"model": self.model.state_dict(),
+                              "critic": self.critic.state_dict(),
+                              "optimizer": self.optimizer.state_dict(),
+                              "normalizer": normalizer_state(self.normalizer),
+                              "obs_shapes": self.obs_shapes, "version": self.version,
+                              "agent_steps_trained": self.agent_steps_trained,
+                              "agent_steps_collected": self.agent_steps_collected,
+                              "arch": dict(DEFAULT_ARCH),
+                              "value_heads": self.model.value_head_names,
+                              "goal_indices": self.model.goal_indices, "shared_critic": True,
+                              "reward_signals": {s.name: s.state_dict() for s in self.reward_signals},
+                              "rng": self.rng.bit_generator.state})
+
+    def load_state_dict(self, state: dict) -> None:
+        state = copy.deepcopy(state)
+        check_obs_shapes(self.obs_shapes, state)
+        heads = list(state.get("value_heads") or ())
+        if heads != self.model.value_head_names:
+            raise ValueError(f"this checkpoint has value heads {heads}; the config's reward_signals "
+                             f"give {self.model.value_head_names}")
+        self.model.load_state_dict(state["model"])
+        self.critic.load_state_dict(state["critic"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        load_normalizer(self.normalizer, state["normalizer"])
+        self.version = int(state["version"])
+        self.agent_steps_trained = int(state["agent_steps_trained"])
+        self.agent_steps_collected = int(state["agent_steps_collected"])
+        for signal in self.reward_signals:
+            signal.load_state_dict((state.get("reward_signals") or {}).get(signal.name, {}))
+        self.rng.bit_generator.state = state["rng"]
+
+    def export_module(self) -> DeterministicActor:
+        """The actor as a deterministic CPU module, normalisation folded in (ONNX)."""
+        return DeterministicActor(self.model, self.normalizer, DEFAULT_ARCH["action_clip"])
+
+    # -- the algorithm --------------------------------------------------------------------------
+
+    def update(self, trajectories: list[Trajectory],
+               collected_steps: int | None = None) -> dict[str, float]:
+        """One POCA update on these trajectories (``collected_steps``: the schedules' step)."""
+        return self.optimise(self.prepare(trajectories), collected_steps)
+
+    def prepare(self, trajectories: list[Trajectory]) -> POCABatch:
+        """Steps 1-4: normalised observations, values, baselines, λ-returns, advantages."""
+        trajectories = [t for t in trajectories if len(t.rewards) > 0]
+        if not trajectories:
+            raise ValueError("POCALearner.update needs at least one non-empty trajectory")
+        lengths = [len(t.rewards) for t in trajectories]
+        obs_raw = np.concatenate([np.asarray(t.obs, np.float32).reshape(-1, self.obs_dim)
+                                  for t in trajectories])
+        last_raw = np.stack([np.asarray(t.last_obs, np.float32).reshape(self.obs_dim)
+                             for t in trajectories])
+        mates_raw = _padded([_group_obs(t, self.obs_dim) for t in trajectories], self.obs_dim)
+        next_raw = _padded([_next_group_obs(t, self.obs_dim)[None] for t in trajectories],
+                           self.obs_dim)
+        action_cols = np.asarray(trajectories[0].actions).reshape(lengths[0], -1).shape[1]
+        mates_actions = _padded([_group_actions(t, action_cols) for t in trajectories],
+                                action_cols, fill=0.0)
+
+        # 1. Observation statistics from the agents' own observations (ML-Agents'
+        #    update_normalization reads the obs fields, not the group ones).
+        self.layout.update(self.normalizer, obs_raw)
+        obs = self._tensor(self._normalize(obs_raw))
+        last_obs = self._tensor(self._normalize(last_raw))
+        mates = self._tensor(self._normalize_rows(mates_raw))
+        next_mates = self._tensor(self._normalize_rows(next_raw))
+        b_mates_actions = self._tensor(mates_actions)
+
+        # 2. V(s_group), Q(s, a_-i) of every step and V(s_next) of every trajectory's end under
+        #    the pre-update critic; the member-count maximum raised to the buffer's first.
+        with torch.no_grad():
+            present = max(int((~torch.isnan(mates[:, :, 0])).sum(1).max()) if mates.shape[1] else 0,
+                          int((~torch.isnan(next_mates[:, :, 0])).sum(1).max())
+                          if next_mates.shape[1] else 0) + 1
+            self.critic.max_agents.fill_(max(float(self.critic.max_agents), float(present)))
+            values = self.critic.value(obs, mates).cpu().numpy()                       # [N, K]
+            baselines = self.critic.baseline(obs, mates, b_mates_actions).cpu().numpy()  # [N, K]
+            next_values = self.critic.value(last_obs, next_mates).cpu().numpy()        # [M, K]
+
+        # 3. Per trajectory and signal k: rewards (extrinsic: + groupmates' + group reward),
+        #    λ-returns bootstrapped from V(s_next) unless the agent and its whole group ended.
+        starts = np.cumsum([0] + lengths)
+        returns, advantages = [], []
+        for i, traj in enumerate(trajectories):
+            rows = slice(starts[i], starts[i + 1])
+            done = bool(traj.terminated) and not traj.group_continues
+            ret_k, adv_k = [], []
+            for k, signal in enumerate(self.reward_signals):
+                r = self._rewards(signal, traj) * np.float32(signal.strength)
+                v_next = 0.0 if done and not signal.ignore_done else float(next_values[i, k])
+                g = lambda_return(r, values[rows, k], signal.gamma, self.cfg.gae_lambda, v_next)
+                ret_k.append(g)
+                adv_k.append(g - baselines[rows, k])
+            returns.append(np.stack(ret_k, axis=1))
+            advantages.append(np.mean(np.array(adv_k, dtype=np.float32), axis=0))
+
+        # 4. Advantages normalised once over the buffer (ML-Agents' _update_policy).
+        b_adv = np.concatenate(advantages)
+        b_adv = (b_adv - b_adv.mean()) / (b_adv.std() + 1e-10)
+        b_actions, b_logprobs, b_masks = self._behaviour(trajectories)
+        return POCABatch(obs=obs, mates_obs=mates, mates_actions=b_mates_actions,
+                         actions=b_actions, logprobs=b_logprobs, masks=b_masks,
+                         advantages=self._tensor(b_adv), returns=self._tensor(np.concatenate(returns)),
+                         baselines=self._tensor(baselines), values=values)
+
+    def optimise(self, batch: POCABatch, collected_steps: int | None = None) -> dict[str, float]:
+        """Steps 5-6: the schedules, then the minibatch epochs."""
+        cfg = self.cfg
+        n = len(batch.obs)
+        # 5. Schedules, driven by the agent-steps collected so far (ML-Agents' trainer step).
+        self.agent_steps_collected = (int(collected_steps) if collected_steps is not None
+                                      else self.agent_steps_collected + n)
+        step = self.agent_steps_collected
+        lrnow = decayed(cfg.learning_rate, 1e-10, cfg.lr_schedule, step, cfg.max_steps)
+        epsilon = decayed(cfg.clip_coef, 0.1, cfg.clip_coef_schedule, step, cfg.max_steps)
+        beta = decayed(cfg.ent_coef, 1e-5, cfg.ent_coef_schedule, step, cfg.max_steps)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lrnow
+
+        # 6. Clipped surrogate + 0.5·(value loss + 0.5·baseline loss) − β·entropy.
+        stats: dict[str, list[float]] = {"pg": [], "v": [], "b": [], "ent": []}
+        self.model.train()
+        self.critic.train()
+        for _epoch in range(cfg.num_epochs):
+            for mb in minibatch_indices(self.rng.permutation(n), cfg.minibatch_size):
+                idx = self._tensor(mb, torch.int64)
+                dist = self.model.distribution(batch.obs[idx],
+                                               None if batch.masks is None else batch.masks[idx])
+                newlogprob = dist.log_prob(batch.actions[idx])
+                entropy = dist.entropy()
+                values = self.critic.value(batch.obs[idx], batch.mates_obs[idx])
+                baselines = self.critic.baseline(batch.obs[idx], batch.mates_obs[idx],
+                                                 batch.mates_actions[idx])
+                returns = batch.returns[idx]
+                pg_loss = clipped_surrogate_loss(newlogprob, batch.logprobs[idx],
+                                                 batch.advantages[idx], epsilon)
+                v_loss = value_loss(values, returns, returns, epsilon)  # anchored at the returns
+                b_loss = value_loss(baselines, batch.baselines[idx], returns, epsilon)
+                entropy_loss = masked_mean(entropy, None)
+                loss = (pg_loss + VALUE_LOSS_WEIGHT * (v_loss + BASELINE_LOSS_WEIGHT * b_loss)
+                        - beta * entropy_loss)
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                self.optimizer.step()
+                stats["pg"].append(pg_loss.item())
+                stats["v"].append(v_loss.item())
+                stats["b"].append(b_loss.item())
+                stats["ent"].append(entropy_loss.item())
+        self.model.eval()
+        self.critic.eval()
+        self.agent_steps_trained += n
+        self.version += 1
+        metrics = {
+            "Losses/Policy Loss": float(np.mean(np.abs(stats["pg"]))),
+            "Losses/Value Loss": float(np.mean(stats["v"])),
+            "Losses/Baseline Loss": float(np.mean(stats["b"])),
+            "Policy/Entropy": float(np.mean(stats["ent"])),
+            "Policy/Learning Rate": float(lrnow),
+            "Policy/Epsilon": float(epsilon),
+            "Policy/Beta": float(beta),
+        }
+        baselines = batch.baselines.cpu().numpy()
+        for k, signal in enumerate(self.reward_signals):
+            name = signal.name.capitalize()
+            metrics[f"Policy/{name} Value Estimate"] = float(batch.values[:, k].mean())
+            metrics[f"Policy/{name} Baseline Estimate"] = float(baselines[:, k].mean())
+        return metrics
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _rewards(self, signal, traj: Trajectory) -> np.ndarray:
+        r = np.asarray(signal.rewards(SignalBatch.from_trajectory(traj, self.model.continuous_size)),
+                       np.float32)
+        if signal.name == "extrinsic":  # ML-Agents' add_groupmate_rewards, and group_reward
+            extras = traj.extras
+            for extra in (extras.groupmate_rewards, extras.group_rewards):
+                if extra is not None:
+                    r = r + np.asarray(extra, np.float32)
+        return r
+
+    def _behaviour(self, trajectories: list[Trajectory]):
+        b_logprobs = self._tensor(np.concatenate([np.asarray(t.logprobs, np.float32).reshape(
+            len(t.rewards), -1) for t in trajectories]))
+        model = self.model
+        b_actions = self._tensor(np.concatenate([t.actions for t in trajectories]),
+                                 torch.float32 if model.continuous_size else torch.int64)
+        b_masks = None
+        if model.discrete_branches:
+            b_masks = self._tensor(np.concatenate([
+                t.action_masks if t.action_masks is not None
+                else np.ones((len(t.rewards), sum(model.discrete_branches)), bool)
+                for t in trajectories]), torch.bool)
+        return b_actions, b_logprobs, b_masks
+
+    def _tensor(self, array, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        return torch.as_tensor(array, dtype=dtype, device=self.device)
+
+    def _normalize(self, obs: np.ndarray) -> np.ndarray:
+        return self.layout.normalize(self.normalizer, obs)
+
+    def _normalize_rows(self, rows: np.ndarray) -> np.ndarray:
+        """[N, M, obs_dim] through the normaliser (NaN rows stay NaN)."""
+        n, m, d = rows.shape
+        if m == 0:
+            return rows
+        return self._normalize(rows.reshape(n * m, d)).reshape(n, m, d)
+
+
+def _group_obs(traj: Trajectory, obs_dim: int) -> np.ndarray:
+    """[T, M, obs_dim] groupmates' observations of a trajectory (M = 0 without groups)."""
+    g = traj.extras.group_obs
+    if g is None:
+        return np.zeros((len(traj.rewards), 0, obs_dim), np.float32)
+    return np.asarray(g, np.float32).reshape(len(traj.rewards), -1, obs_dim)
+
+
+def _group_actions(traj: Trajectory, action_cols: int) -> np.ndarray:
+    g = traj.extras.group_actions
+    if g is None:
+        return np.zeros((len(traj.rewards), 0, action_cols), np.float32)
+    return np.asarray(g, np.float32).reshape(len(traj.rewards), -1, action_cols)
+
+
+def _next_group_obs(traj: Trajectory, obs_dim: int) -> np.ndarray:
+    g = traj.next_group_obs
+    if g is None:
+        return np.zeros((0, obs_dim), np.float32)
+    return np.asarray(g, np.float32).reshape(-1, obs_dim)
+
+
+def _padded(parts: list[np.ndarray], width: int, fill: float = np.nan) -> np.ndarray:
+    """Concatenates [T_i, M_i, width] arrays along rows, padded to the largest M with ``fill``."""
+    m = max(p.shape[1] for p in parts)
+    out = np.full((sum(len(p) for p in parts), m, width), fill, np.float32)
+    row = 0
+    for p in parts:
+        out[row:row + len(p), :p.shape[1]] = p
+        row += len(p)
+    return out
