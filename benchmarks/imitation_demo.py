@@ -113,14 +113,16 @@ def main(argv=None) -> None:
                     args.out.parent.mkdir(parents=True, exist_ok=True)
                     args.out.write_text(race.without_machine_paths(
                         json.dumps(partial, indent=1, default=str), (tmp_name, "<tmp>"),
-                        (str(DEMOS), "<repo>/unity_builds/Demos")))
+                        (str(DEMOS), "<repo>/unity_builds/Demos"),
+                        (str(args.mlagents_venv), "<mlagents-venv>")))
     summary = race.summarize(runs)
     race.print_table(summary, [])
     report = {"measured": __doc__, "config": UNITY_CONFIG, "target": args.target,
               "machine": {"cpus": os.cpu_count(), "loadavg": os.getloadavg()},
               "summary": summary, "windows": window_counts(runs, args.target), "runs": runs}
     args.out.write_text(race.without_machine_paths(
-        json.dumps(report, indent=1, default=str), (str(DEMOS), "<repo>/unity_builds/Demos")))
+        json.dumps(report, indent=1, default=str), (str(DEMOS), "<repo>/unity_builds/Demos"),
+        (str(args.mlagents_venv), "<mlagents-venv>")))
     print(f"written: {args.out}")
 
 
