@@ -82,6 +82,7 @@ SCENES = {
     "3DBallSAC": Scene("3DBall", ("sac/3DBall.yaml",), {"3DBall": 95.0}),
     "BasicSAC": Scene("Basic", ("sac/Basic.yaml",), {"Basic": 0.9}),
     "GridWorldSAC": Scene("GridWorld", ("sac/GridWorld.yaml",), {"GridWorld": 0.8}),
+    "HallwaySAC": Scene("Hallway", ("sac/Hallway.yaml",), {"Hallway": 0.9}),
     # the project's shipped 3DBall config (a path under the repository), unity-rl only
     "3DBallShipped": Scene("3DBall", ("configs/ppo/3dball.yaml",), {"3DBall": 95.0},
                            tools=("unity-rl",)),
@@ -367,6 +368,8 @@ def main(argv=None) -> None:
                     default=REPO.parent / "shared" / "mlagents_learn" / "configs")
     ap.add_argument("--base-port", type=int, default=17100)
     ap.add_argument("--unity-rl-args", default="", help="extra flags for unity-rl train")
+    ap.add_argument("--tools", nargs="+", choices=list(TOOLS), default=list(TOOLS),
+                    help="run only these tools (default both)")
     ap.add_argument("--out", type=Path, default=RESULTS / "vs_mlagents_learn.json")
     args = ap.parse_args(argv)
 
@@ -396,7 +399,8 @@ def main(argv=None) -> None:
                 print(f"[{scene_name}] config: {config} (from {', '.join(scene.configs)}; "
                       f"only max_steps changed / behaviors merged)")
             for i in range(args.seeds):
-                order = scene.tools if i % 2 == 0 else scene.tools[::-1]
+                tools = tuple(t for t in scene.tools if t in args.tools)
+                order = tools if i % 2 == 0 else tools[::-1]
                 for tool in order:
                     runs.append(one_run(tool, scene_name, scene, args, config, args.seed + i,
                                         port, tmp))
