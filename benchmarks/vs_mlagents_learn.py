@@ -29,6 +29,7 @@ scene with both tools' curves against agent-steps and against wall seconds.
         [--seed 1] [--num-envs 2] [--max-steps N] [--stop-at-target] [--timeout 1800]
         [--mlagents-venv .mlagents_learn/venv] [--configs-dir ../shared/mlagents_learn/configs]
         [--base-port 17100] [--unity-rl-args "--mode async --num-actors 2"] [--out FILE]
+        [--tools mlagents-learn unity-rl]   # one tool alone: e.g. one long run at a time
 """
 from __future__ import annotations
 
