@@ -375,6 +375,8 @@ def main(argv=None) -> None:
                     default=REPO.parent / "shared" / "mlagents_learn" / "configs")
     ap.add_argument("--base-port", type=int, default=17100)
     ap.add_argument("--unity-rl-args", default="", help="extra flags for unity-rl train")
+    ap.add_argument("--tools", nargs="+", choices=TOOLS, default=list(TOOLS),
+                    help="run only these tools (e.g. to repeat one tool's failed run)")
     ap.add_argument("--out", type=Path, default=RESULTS / "vs_mlagents_learn.json")
     args = ap.parse_args(argv)
 
@@ -404,7 +406,8 @@ def main(argv=None) -> None:
                 print(f"[{scene_name}] config: {config} (from {', '.join(scene.configs)}; "
                       f"only max_steps changed / behaviors merged)")
             for i in range(args.seeds):
-                order = scene.tools if i % 2 == 0 else scene.tools[::-1]
+                tools = tuple(t for t in scene.tools if t in args.tools)
+                order = tools if i % 2 == 0 else tools[::-1]
                 for tool in order:
                     runs.append(one_run(tool, scene_name, scene, args, config, args.seed + i,
                                         port, tmp))
@@ -413,7 +416,8 @@ def main(argv=None) -> None:
     report = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "platform": platform.platform(), "loadavg": os.getloadavg()},
-        "settings": {"scenes": args.scenes, "seeds": args.seeds, "first_seed": args.seed,
+        "settings": {"scenes": args.scenes, "tools": args.tools, "seeds": args.seeds,
+                     "first_seed": args.seed,
                      "num_envs": args.num_envs, "max_steps_override": args.max_steps,
                      "stop_at_target": args.stop_at_target, "unity_rl_args": args.unity_rl_args,
                      "configs_dir": str(args.configs_dir),

@@ -107,3 +107,20 @@ def test_without_groups_nothing_changes():
     (t,) = c.take()
     assert t.extras.group_obs is None and t.next_group_obs is None
     assert c.pop_group_returns() == []
+
+
+def test_flush_cuts_open_trajectories_with_their_group_end():
+    """A segment cut (``unity_rl.trajectory_cuts: segment``) bootstraps with the mates' latest
+    observations; the pending step stays to open the next piece."""
+    c = TrajectoryCollector(time_horizon=100, groups=True)
+    act(c, result([(0, 1.0, 0, 0), (1, 2.0, 0, 0)]))
+    act(c, result([(0, 3.0, 0, 0.5), (1, 4.0, 0, 0.5)]))
+    trajs = sorted(c.flush(), key=lambda t: t.obs[0, 0])
+    assert [len(t.rewards) for t in trajs] == [1, 1]
+    np.testing.assert_array_equal(trajs[0].next_group_obs, [[4, 40]])
+    assert trajs[0].group_continues and not trajs[0].terminated
+    np.testing.assert_allclose(trajs[0].extras.group_rewards, [0.5])
+    act(c, result([(0, 5.0, 0, 0), (1, 6.0, 0, 0)]))
+    nxt = sorted(c.flush(), key=lambda t: t.obs[0, 0])
+    np.testing.assert_array_equal(nxt[0].obs[:, 0], [3.0])
+    np.testing.assert_array_equal(nxt[0].extras.group_obs[0], [[4, 40]])
