@@ -48,8 +48,6 @@ def _variant(tmp_path, old: str, new: str) -> Path:
 @pytest.mark.parametrize("old,new,names", [
     ("      num_epoch: 3\n", "      num_epoch: 3\n      shared_critic: true\n",
      ("hyperparameters", "shared_critic")),
-    ("    keep_checkpoints: 5\n", "    keep_checkpoints: 5\n    self_play:\n      window: 10\n",
-     ("self_play",)),
     ("      vis_encode_type: simple\n",
      "      vis_encode_type: simple\n      memory: {sequence_length: 64, memory_size: 128}\n",
      ("memory", "poca")),
