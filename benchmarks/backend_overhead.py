@@ -104,7 +104,8 @@ class _VersionOnlyLearner:
     def weights(self) -> dict:
         return self._weights
 
-    def update(self, trajectories, collected_steps: int | None = None) -> dict:
+    def update(self, trajectories, collected_steps: int | None = None,
+               episode_length: float | None = None) -> dict:
         self.version += 1
         return {}
 

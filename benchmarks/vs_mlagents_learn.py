@@ -81,10 +81,26 @@ SCENES = {
     # Unity's GridWorld as the default stand-in sends it: camera + GOAL_SIGNAL, 5x5, every step.
     "GridWorldGoal": Scene("GridWorld", ("GridWorld.yaml",), {"GridWorld": 0.8}),
     "Hallway": Scene("Hallway", ("ppo/Hallway.yaml",), {"Hallway": 0.9}),
+    # Unity's Sorter_curriculum (num_tiles lessons, progress-based); buffer sensor (20, 23).
+    # SorterBlind: the same with every buffer row zero (padding): what dropping it costs
+    "Sorter": Scene("Sorter", ("ppo/Sorter_curriculum.yaml",), {"Sorter": 1.2}),
+    "SorterBlind": Scene("Sorter", ("ppo/Sorter_curriculum.yaml",), {"Sorter": 1.2},
+                         ("--standin-blind",), tools=("unity-rl",)),
+    # configs/ppo/sorter_quick.yaml (lesson 0, smaller buffer), with and without the tiles
+    "SorterQuick": Scene("Sorter", ("configs/ppo/sorter_quick.yaml",), {"Sorter": 1.2},
+                         tools=("unity-rl",)),
+    "SorterQuickBlind": Scene("Sorter", ("configs/ppo/sorter_quick.yaml",), {"Sorter": 1.2},
+                              ("--standin-blind",), tools=("unity-rl",)),
     # Unity's SAC configs (configs_dir/sac/...), unchanged
     "3DBallSAC": Scene("3DBall", ("sac/3DBall.yaml",), {"3DBall": 95.0}),
     "BasicSAC": Scene("Basic", ("sac/Basic.yaml",), {"Basic": 0.9}),
     "GridWorldSAC": Scene("GridWorld", ("sac/GridWorld.yaml",), {"GridWorld": 0.8}),
+    # Unity's Pyramids configs (curiosity, RND), unchanged; the extrinsic-only baseline: Unity's
+    # config without its curiosity signal (configs/ppo/pyramids_extrinsic.yaml)
+    "Pyramids": Scene("Pyramids", ("ppo/Pyramids.yaml",), {"Pyramids": 1.75}),
+    "PyramidsRND": Scene("Pyramids", ("ppo/PyramidsRND.yaml",), {"Pyramids": 1.75}),
+    "PyramidsExtrinsic": Scene("Pyramids", ("configs/ppo/pyramids_extrinsic.yaml",),
+                               {"Pyramids": 1.75}, tools=("unity-rl",)),
     # the project's shipped 3DBall config (a path under the repository), unity-rl only
     "3DBallShipped": Scene("3DBall", ("configs/ppo/3dball.yaml",), {"3DBall": 95.0},
                            tools=("unity-rl",)),

@@ -8,7 +8,7 @@ For each of Unity's 39 example trainer configs under ``--configs-dir`` (``ppo/``
 2. **runs**: when it loads and ``unity_builds/<Scene>.x86_64`` exists, ``unity-rl train`` on a
    temporary copy whose ``max_steps`` (and ``summary_freq``) alone are cut to one update's worth
    (PPO: ``buffer_size``; others: twice ``batch_size`` after ``buffer_init_steps``), with
-   ``--num-envs 1``; it counts as run through an update when the process exits 0 and the run
+   ``--num-envs 1`` (imitation: ``demo_path`` pointed at ``unity_builds/Demos/``); it counts as run through an update when the process exits 0 and the run
    wrote a ``Losses/`` scalar (written after an update only) for every behavior;
 3. **learns** (``--learn``): for scenes with a target in ``TARGETS``, mlagents-learn and
    unity-rl one after the other to the target with Unity's config unchanged, through
@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -93,9 +94,43 @@ def load_stage(path: Path) -> dict:
     return {"loads": True}
 
 
-def one_update_copy(doc: dict, tmp: Path, name: str) -> Path:
-    """A copy of Unity's config where only max_steps and summary_freq are cut to one update."""
+DEMOS = REPO / "unity_builds" / "Demos"
+"""The stand-ins' demonstrations, with the file names of Unity's (``ExpertPushBlock.demo``...)."""
+
+
+def local_demo(path: str, demos: Path = DEMOS) -> str:
+    """``path`` (a ``demo_path``), or the file of the same name in ``demos`` if there is one:
+    Unity's configs name the demos of its project
+    (``Project/Assets/ML-Agents/Examples/<Scene>/Demos/Expert<Scene>.demo``); the stand-ins' are
+    in ``unity_builds/Demos/`` under the same names."""
+    return str(demos / Path(path).name) if (demos / Path(path).name).exists() else path
+
+
+def with_local_demos(doc: dict, demos: Path = DEMOS) -> dict:
+    """A copy of a loaded config whose ``demo_path``s (GAIL's, behavioral cloning's) are
+    ``local_demo``'s."""
     doc = yaml.safe_load(yaml.safe_dump(doc))
+    sections = [*(doc.get("behaviors") or {}).values(), doc.get("default_settings") or {}]
+    for behavior in sections:
+        holders = [*((behavior.get("reward_signals") or {}).values()),
+                   behavior.get("behavioral_cloning") or {}]
+        for holder in holders:
+            if isinstance(holder, dict) and holder.get("demo_path"):
+                holder["demo_path"] = local_demo(holder["demo_path"], demos)
+    return doc
+
+
+def local_demos_text(text: str, demos: Path = DEMOS) -> str:
+    """A config file's text with every ``demo_path: ...`` value ``local_demo``'s, every other
+    byte as it was (Unity's file unchanged but for its demos)."""
+    return re.sub(r"(demo_path:[ \t]*)(\S+)",
+                  lambda m: m.group(1) + local_demo(m.group(2).strip("'\""), demos), text)
+
+
+def one_update_copy(doc: dict, tmp: Path, name: str) -> Path:
+    """A copy of Unity's config where only max_steps and summary_freq are cut to one update
+    (and ``demo_path`` points at the stand-ins' demos, ``with_local_demos``)."""
+    doc = with_local_demos(doc)
     defaults = doc.get("default_settings") or {}
     # default_settings serves the build's behaviors that the file does not list (Match3)
     for behavior in [*doc["behaviors"].values(), *([defaults] if defaults else [])]:
@@ -156,10 +191,14 @@ def learn_stage(name: str, scene: str, args, configs_dir: Path, port: int, tmp: 
     # POCA configs: the target is on the group's return (the individual reward is 0 there)
     tag = race.GROUP_TAG if name.startswith("poca/") else race.TAG
     spec = race.Scene(scene, (name,), TARGETS[name], tag=tag)
+    config = configs_dir / name
+    if "demo_path" in config.read_text():  # imitation: Unity's file with the stand-ins' demos
+        config = tmp / f"demos_{name.replace('/', '_')}"
+        config.write_text(local_demos_text((configs_dir / name).read_text()))
     runs = []
     for i in range(args.seeds):
         for tool in (race.TOOLS if i % 2 == 0 else race.TOOLS[::-1]):
-            runs.append(race.one_run(tool, Path(name).stem, spec, args, configs_dir / name,
+            runs.append(race.one_run(tool, Path(name).stem, spec, args, config,
                                      args.seed + i, port, tmp))
             port += args.num_envs + 10
     return runs

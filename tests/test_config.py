@@ -302,21 +302,21 @@ def test_memory_is_validated_as_mlagents_does(tmp_path, memory, key, problem):
 
 
 def test_memory_is_refused_for_trainer_types_without_it(tmp_path):
-    err = error_for(tmp_path, "behaviors:\n  B:\n    trainer_type: sac\n    network_settings:\n"
+    err = error_for(tmp_path, "behaviors:\n  B:\n    trainer_type: ddpg\n    network_settings:\n"
                               "      memory: {sequence_length: 8, memory_size: 16}\n")
     assert_names(err, "behaviors.B.network_settings", "memory",
-                 "memory is not supported for trainer_type sac yet")
+                 "memory is not supported for trainer_type ddpg yet")
+
+
+def test_sac_memory_sequence_length_is_checked_against_batch_size(tmp_path):
+    err = error_for(tmp_path, "behaviors:\n  B:\n    trainer_type: sac\n    hyperparameters:\n"
+                              "      batch_size: 32\n    network_settings:\n"
+                              "      memory: {sequence_length: 64, memory_size: 16}\n")
+    assert_names(err, "behaviors.B.network_settings.memory", "sequence_length", "batch_size (32)")
 
 
 @pytest.mark.parametrize("old, new, section, key", [
     ("vis_encode_type: simple", "deterministic: true", NET, "deterministic"),
-    ("strength: 1.0", "strength: 1.0\n      curiosity: {gamma: 0.99, strength: 0.02}",
-     "behaviors.3DBall.reward_signals", "curiosity"),
-    ("strength: 1.0", "strength: 1.0\n      gail: {strength: 0.5, demo_path: x.demo}",
-     "behaviors.3DBall.reward_signals", "gail"),
-    ("strength: 1.0", "strength: 1.0\n      rnd: {strength: 0.01}", "behaviors.3DBall.reward_signals", "rnd"),
-    ("keep_checkpoints: 5", "keep_checkpoints: 5\n    behavioral_cloning: {demo_path: x.demo}",
-     "behaviors.3DBall", "behavioral_cloning"),
     ("keep_checkpoints: 5", "keep_checkpoints: 5\n    init_path: results/old", "behaviors.3DBall", "init_path"),
 ])
 def test_unsupported_mlagents_features_are_refused_by_name(tmp_path, old, new, section, key):
@@ -529,3 +529,10 @@ def test_reward_signals_load_in_yaml_order_and_dump_back(tmp_path):
     assert_names(err, "behaviors.B.reward_signals.extrinsic", "encoding_size", "unknown key")
     err = error_for(tmp_path, "behaviors: {B: {reward_signals: {pleasure: {}}}}\n")
     assert_names(err, "behaviors.B.reward_signals", "pleasure", "unknown reward signal", "extrinsic")
+
+
+def test_poca_refuses_learned_reward_signals_by_name(tmp_path):
+    err = error_for(tmp_path, "behaviors:\n  B:\n    trainer_type: poca\n    reward_signals:\n"
+                              "      extrinsic: {gamma: 0.99, strength: 1.0}\n"
+                              "      curiosity: {gamma: 0.99, strength: 0.02}\n")
+    assert_names(err, "behaviors.B.reward_signals", "curiosity", "not supported for trainer_type 'poca'")

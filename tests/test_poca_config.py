@@ -48,6 +48,8 @@ def _variant(tmp_path, old: str, new: str) -> Path:
 @pytest.mark.parametrize("old,new,names", [
     ("      num_epoch: 3\n", "      num_epoch: 3\n      shared_critic: true\n",
      ("hyperparameters", "shared_critic")),
+    ("      strength: 1.0\n", "      strength: 1.0\n      rnd: {gamma: 0.99, strength: 0.01}\n",
+     ("reward_signals", "rnd", "poca")),
     ("      vis_encode_type: simple\n",
      "      vis_encode_type: simple\n      memory: {sequence_length: 64, memory_size: 128}\n",
      ("memory", "poca")),

@@ -3,6 +3,7 @@
     unity-rl train [CONFIG.yaml] --env PATH [--run-id ID] [--resume | --force] ...
     unity-rl evaluate --run-id ID [--episodes N]      (or --checkpoint PATH)
     unity-rl export --run-id ID [--output PATH]
+    unity-rl record-demo --run-id ID --output Demos/Expert.demo [--episodes N]
     unity-rl random --env PATH [--num-envs N] [--steps N]
 
 Thin on purpose: parse the flags, load the YAML and apply the flags over it (flags win; a flag
@@ -168,6 +169,25 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--behavior", metavar="NAME",
                           help="behavior to control (needed when the run trained several)")
     evaluate.set_defaults(handler=cmd_evaluate)
+
+    record = sub.add_parser(
+        "record-demo", formatter_class=_formatter,
+        help="play a trained policy and record a Unity .demo file",
+        description="Play a trained policy deterministically on a build and record the first "
+                    "agent's episodes as a Unity demonstration (.demo), as Unity's Demonstration "
+                    "Recorder does, for behavioral_cloning and GAIL's demo_path. Stand-in scenes "
+                    "can also record their built-in heuristic: python -m unity_rl.standin.record.")
+    _add_policy_source(record, "play")
+    record.add_argument("--output", required=True, metavar="PATH", help=".demo file to write")
+    record.add_argument("--episodes", type=int, default=10, metavar="N",
+                        help="episodes of the first agent to record (default 10)")
+    record.add_argument("--name", metavar="NAME",
+                        help="demonstration name in the file (Unity's: at most 16 characters; "
+                             "default: the file name)")
+    _add_build_flags(record, env_default="the run's build, else the bundled 3DBall stand-in")
+    record.add_argument("--behavior", metavar="NAME",
+                        help="behavior to play (needed when the run trained several)")
+    record.set_defaults(handler=cmd_record_demo)
 
     export = sub.add_parser(
         "export", formatter_class=_formatter, help="write the ONNX model of a run for Unity",
@@ -417,8 +437,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_evaluate(args: argparse.Namespace) -> int:
-    from unity_rl.evaluate import evaluate_policy, open_vec_env, run_config
+def _policy_env(args: argparse.Namespace):
+    """(checkpoint, policy, env) of evaluate and record-demo: the run's latest checkpoint (or
+    --checkpoint) on the run's build (or --env), launched with the run's settings."""
+    from unity_rl.envs.launcher import resolve_env_path
+    from unity_rl.evaluate import open_vec_env, run_config
     from unity_rl.export import load_policy
 
     if args.episodes < 1:
@@ -427,9 +450,37 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     policy = load_policy(checkpoint, run_dir=run_dir, behavior=args.behavior)
     run_cfg = run_config(run_dir)
     env_path = args.env_path or (run_cfg.env_settings.env_path if run_cfg else None) or default_env_path()
-    from unity_rl.envs.launcher import resolve_env_path
     env_path = resolve_env_path(env_path)
     env = open_vec_env(args, env_path, run_cfg, behavior=args.behavior or policy.behavior_name)
+    return checkpoint, policy, env
+
+
+def cmd_record_demo(args: argparse.Namespace) -> int:
+    from unity_rl.evaluate import record_policy_demo
+
+    if not args.output.endswith(".demo"):
+        raise CliError(f"--output must name a .demo file (ML-Agents reads no other), got "
+                       f"'{args.output}'")
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    checkpoint, policy, env = _policy_env(args)
+    try:
+        recorder = record_policy_demo(env, policy.module, args.episodes)
+        name = _short(env.behavior_name)
+        meta = recorder.write(args.output, env.spec_, name=args.name or Path(args.output).stem[:16],
+                              behavior_name=name)
+    finally:
+        env.close()
+    returns = [float(e.rewards.sum()) for e in recorder.episodes]
+    print(f"[INFO] Recorded {len(returns)} episodes of {name} ({meta.number_steps} records, "
+          f"mean return {sum(returns) / len(returns):.3f}) from {checkpoint} to {args.output}",
+          flush=True)
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from unity_rl.evaluate import evaluate_policy
+
+    checkpoint, policy, env = _policy_env(args)
     try:
         played = evaluate_policy(env, policy.module, args.episodes)
     finally:

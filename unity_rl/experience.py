@@ -32,6 +32,10 @@ class StepExtras(NamedTuple):
     when action t was taken (zeros at an episode's first step), kept per agent by the acting
     policy (ML-Agents' ``memory`` field: ``retrieve_previous_memories``). The learner uses the
     row at the start of each training sequence (``network_settings.memory``)."""
+    critic_memories: np.ndarray | None = None
+    """[T, memory_size] float32: the critic memory each step's training sequence starts from
+    (ML-Agents' ``critic_memory``, computed sequence by sequence when the trajectory is
+    processed; off-policy memory policies fill it in ``finish_segment``)."""
     group_obs: np.ndarray | None = None
     """[T, M, obs_dim] float32: the other members' observations at step t (each the one its
     member acted on; ML-Agents' ``group_obs``), padded with NaN to the trajectory's largest group
@@ -131,6 +135,16 @@ class TransitionBatch(NamedTuple):
     action_masks: np.ndarray | None = None
     """[n, sum(branches)] uint8, 1 where the action was allowed when it was taken (discrete
     branches); None for continuous-only behaviors."""
+    memories: np.ndarray | None = None
+    """[n, memory_size] float32: the actor memory each step was acted from (memory policies;
+    rows then come in whole ``sequence_length`` sequences and the learner reads each sequence's
+    first); None without memory."""
+    critic_memories: np.ndarray | None = None
+    """[n, memory_size] float32: the critic memory each step's sequence starts from (ML-Agents'
+    ``critic_memory``); None without memory."""
+    loss_mask: np.ndarray | None = None
+    """[n] uint8: 1 on real steps, 0 on rows that pad a sequence (masked out of the losses);
+    None without memory."""
 
 
 def owned_copy(value: Any) -> Any:

@@ -138,7 +138,7 @@ class UnityPolicy(nn.Module):
             # two distinct graph values: the deterministic output is an Identity of the sample,
             # unless the module says otherwise (SAC: ML-Agents' un-squashed mean)
             deterministic = (torch.clone(continuous) if deterministic is None
-                             else deterministic(*observations).to(torch.float32))
+                             else deterministic(*observations, *extra).to(torch.float32))
             out += [continuous, self.continuous_act_size_vector, deterministic]
         if discrete is not None:
             discrete = discrete.to(torch.int64)

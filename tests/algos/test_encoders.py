@@ -83,9 +83,9 @@ def test_vector_only_encoder_is_parameter_free_identity():
     assert encoder(x) is x
 
 
-def test_variable_length_and_other_ranks_are_refused_by_name():
-    with pytest.raises(ValueError, match=r"observation 1 .*\(20, 6\).*not supported for training"):
-        ObservationEncoder([(4,), (20, 6)], NetworkConfig())
+def test_other_ranks_are_refused_by_name():
+    # rank 2 (a buffer sensor) is encoded with attention: tests/algos/test_attention.py
+    assert ObservationEncoder([(4,), (20, 6)], NetworkConfig()).output_size == 4 + 128
     with pytest.raises(ValueError, match="observation 0 .*rank"):
         ObservationEncoder([(1, 2, 3, 4)], NetworkConfig())
     with pytest.raises(ValueError, match="vis_encode_type must be one of.*'bogus'"):

@@ -19,7 +19,7 @@ from unity_rl.algorithms.ppo import learner as ppo_module
 from unity_rl.algorithms.ppo.host import PPOAlgorithm, PPOHost
 from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner, PPOPolicy
 from unity_rl.algorithms.reward_signals import registry
-from unity_rl.algorithms.reward_signals.base import RewardSignal
+from unity_rl.algorithms.reward_signals.base import RewardSignal, SignalBatch
 from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
 from unity_rl.experience import Segment, Trajectory
 from unity_rl.config import ConfigError, dump_config, parse_config
@@ -37,15 +37,16 @@ class Bonus(RewardSignal):
 
     ignore_done = True
 
-    def __init__(self, config, obs_shapes=None, action_spec=None):
-        super().__init__(config, obs_shapes, action_spec)
+    def __init__(self, config, obs_shapes=None, action_spec=None, device="cpu"):
+        super().__init__(config, obs_shapes, action_spec, device)
         self.updates = 0
 
-    def rewards(self, trajectory: Trajectory) -> np.ndarray:
-        return np.ones(len(trajectory.rewards), np.float32)
+    def rewards(self, batch) -> np.ndarray:
+        return np.ones(batch.size, np.float32)
 
-    def update(self, trajectories):
+    def update(self, batch):
         self.updates += 1
+        self.sizes = getattr(self, "sizes", []) + [batch.size]
         return {"Losses/Bonus Loss": float(self.updates)}
 
     def state_dict(self) -> dict:
@@ -81,11 +82,12 @@ def test_every_registered_signal_is_a_provider_and_extrinsic_is_the_env_reward()
         assert issubclass(registry.provider_class(name), RewardSignal)
     (extrinsic,) = registry.make_reward_signals((EXTRINSIC,), (3,), SPEC)
     traj = _trajectories(np.random.default_rng(0), 1)[0]
-    np.testing.assert_array_equal(extrinsic.rewards(traj), traj.rewards)
+    np.testing.assert_array_equal(extrinsic.rewards(SignalBatch.from_trajectory(traj, 2)),
+                                  traj.rewards)
     assert (extrinsic.name, extrinsic.gamma, extrinsic.strength) == ("extrinsic", 0.9, 2.0)
     assert extrinsic.update is None and not extrinsic.ignore_done
-    with pytest.raises(KeyError, match="curiosity"):
-        registry.provider_class("curiosity")  # a later issue
+    with pytest.raises(KeyError, match="known"):
+        registry.provider_class("gial")
 
 
 def test_one_value_head_per_signal_gae_per_signal_and_the_mean_advantage(monkeypatch,
@@ -167,7 +169,6 @@ def test_auxiliary_updates_run_once_after_each_ppo_update_report_and_checkpoint(
     cfg = PPOConfig(buffer_size=64, minibatch_size=32)
     learner = PPOLearner(3, SPEC, cfg, NET, seed=0, reward_signals=(EXTRINSIC, BONUS))
     host = PPOHost(learner, buffer_steps=64, drop_lag=None, auxiliary=[aux])
-    assert host.auxiliary_updates() == [learner.reward_signals[1], aux]  # learned signal, then aux
     rng = np.random.default_rng(0)
     order = []
     update = learner.update
@@ -176,9 +177,12 @@ def test_auxiliary_updates_run_once_after_each_ppo_update_report_and_checkpoint(
     for round_ in (1, 2):
         host.accept(Segment(_trajectories(rng), host.version, 0, 64, [], []))
         metrics = host.train(sync=True)
-        assert aux.calls == bonus.updates == round_ and aux.sizes[-1] == 64
+        # the learned signal trains once per PPO minibatch (2 of 32 rows x 3 epochs), the
+        # auxiliary update once after the PPO update
+        assert aux.calls == round_ and aux.sizes[-1] == 64
+        assert bonus.updates == 6 * round_ and bonus.sizes[-6:] == [32] * 6
         assert metrics["Losses/Fake Loss"] == 0.5 * round_
-        assert metrics["Losses/Bonus Loss"] == float(round_)
+        assert metrics["Losses/Bonus Loss"] == np.mean(range(6 * round_ - 5, 6 * round_ + 1))
         assert "Losses/Policy Loss" in metrics
     assert order == ["ppo", "ppo"]
 
@@ -187,12 +191,12 @@ def test_auxiliary_updates_run_once_after_each_ppo_update_report_and_checkpoint(
     buf.seek(0)
     state = torch.load(buf, weights_only=True)
     assert state["auxiliary"] == {"fake": {"calls": 2}}
-    assert state["reward_signals"] == {"extrinsic": {}, "bonus": {"updates": 2}}
+    assert state["reward_signals"] == {"extrinsic": {}, "bonus": {"updates": 12}}
     restored_aux = FakeAux()
     restored = PPOHost(PPOLearner(3, SPEC, cfg, NET, seed=1, reward_signals=(EXTRINSIC, BONUS)),
                        buffer_steps=64, drop_lag=None, auxiliary=[restored_aux])
     restored.load_state_dict(state)
-    assert restored_aux.calls == 2 and restored.learner.reward_signals[1].updates == 2
+    assert restored_aux.calls == 2 and restored.learner.reward_signals[1].updates == 12
     with pytest.raises(ValueError, match="unique"):
         PPOHost(learner, buffer_steps=64, drop_lag=None, auxiliary=[FakeAux(), FakeAux()])
 
@@ -212,3 +216,20 @@ def test_config_signals_reach_the_learner_in_yaml_order(bonus_registered):
     assert host.learner.model.value_head_names == ["bonus", "extrinsic"]
     with pytest.raises(ConfigError, match="extrinsic reward alone"):
         parse_config({"behaviors": {"B": {"trainer_type": "ddpg", **raw["behaviors"]["B"]}}})
+
+
+def test_signal_reward_per_episode_is_the_mean_step_reward_times_the_episode_length(
+        bonus_registered):
+    """``Policy/<Signal> Reward`` (ML-Agents: each episode's strength-scaled sum): the buffer's
+    mean reward per step times the mean length of the episodes that ended meanwhile."""
+    cfg = PPOConfig(buffer_size=64, minibatch_size=32, num_epochs=1)
+    learner = PPOLearner(3, SPEC, cfg, NET, seed=0, reward_signals=(EXTRINSIC, BONUS))
+    host = PPOHost(learner, buffer_steps=64, drop_lag=None)
+    trajs = _trajectories(np.random.default_rng(0))
+    host.accept(Segment(trajs, host.version, 0, 64, [1.0, 2.0], [100, 300]))
+    metrics = host.train(sync=True)
+    mean_step = np.mean(np.concatenate([t.rewards for t in trajs])) * 2.0  # strength 2
+    assert metrics["Policy/Extrinsic Reward"] == pytest.approx(mean_step * 200, rel=1e-5)
+    assert metrics["Policy/Bonus Reward"] == pytest.approx(0.25 * 200)
+    host.accept(Segment(trajs, host.version, 0, 64, [], []))  # no episode ended
+    assert "Policy/Bonus Reward" not in host.train(sync=True)

@@ -2,8 +2,9 @@
 
 The PPO host calls each one after its PPO update (``PPOHost.train``), in order, merges the
 metrics it returns into the update's metrics and checkpoints its ``state_dict`` under its
-``name``. Learned reward signals (a ``RewardSignal`` with ``update``) are such updates; so
-will be behavioral cloning (ML-Agents runs ``bc_module.update()`` once after the PPO epochs).
+``name``. Behavioral cloning is one (ML-Agents runs ``bc_module.update()`` once after the PPO
+epochs). Learned reward signals are not: they train inside the PPO epochs, once per minibatch
+(``reward_signals/base.py``).
 """
 from __future__ import annotations
 

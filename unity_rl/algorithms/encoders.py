@@ -8,13 +8,24 @@ Contract:
   when ``network_settings.normalize``; see ``ObservationLayout.normalize``).  Rank-3
   observations are images or grids, channels-first (C, H, W) as mlagents-envs 1.1.0 reports
   them; each goes through its own visual encoder chosen by ``vis_encode_type``; images are never
-  normalised.  Rank-2 observations (variable-length buffer sensors) are refused.
+  normalised.  Rank-2 observations [max_entities, entity_size] are variable-length (buffer
+  sensor) observations, padded with zero rows: ML-Agents' attention path (``attention.py``), never
+  normalised (as ML-Agents: only ``VectorInput`` normalises).
 - Visual encoders map NCHW float [n, C, H, W] -> [n, h_size] and mirror the layer structure of
   ML-Agents' ``torch_entities/encoders.py`` (``simple``, ``nature_cnn``, ``resnet``, ``match3``,
   ``fully_connected``), with its minimum resolutions (``MIN_RESOLUTION``) and its
   initialisation of the dense layer (Kaiming normal, linear gain, times 1.41, zero bias).
 - ``ObservationEncoder`` outputs the encodings concatenated in observation order (as
-  ML-Agents' ``ObservationEncoder``); ``output_size`` is their total width. Given the indices of
+  ML-Agents' ``ObservationEncoder``); ``output_size`` is their total width. With buffer sensors
+  (ML-Agents' ``ObservationEncoder.forward``): each gets an ``EntityEmbedding(size, max, 128)``;
+  when other observations exist their concatenated encoding x goes through ``x_self_encoder``
+  (Linear(width -> 128) + Swish) and every entity is embedded as ``[x_self, entity]``; the
+  embeddings of all buffer sensors (in observation order) go through one
+  ``ResidualSelfAttention(128, Σ max)`` with the zero rows masked (``get_zero_entities_mask``),
+  and its masked mean-pool (128 wide) is appended after the other encodings. Parameters register
+  in ML-Agents' order (per-observation encoders in observation order, ``rsa``,
+  ``x_self_encoder``), so ML-Agents' encoder parameters map on by position. A buffer sensor
+  cannot be a goal observation (ML-Agents refuses it too). Given the indices of
   the goal (GOAL_SIGNAL) observations, ``encode`` also returns the goal encoding: those
   observations' encodings concatenated (a vector goal as it is), ML-Agents' ``get_goal_encoding``;
   ``goal_size`` is its width.
@@ -27,7 +38,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from unity_rl.algorithms.attention import (EntityEmbedding, LinearEncoder, ResidualSelfAttention,
+                                           attention_gain, get_zero_entities_mask)
 from unity_rl.algorithms.network_config import VISUAL_ENCODERS
+from unity_rl.algorithms.nets import Swish  # noqa: F401 (re-exported: its historical home)
 from unity_rl.algorithms.normalizer import RunningNormalizer
 from unity_rl.algorithms.spec import load_attribute
 
@@ -46,13 +60,6 @@ def as_obs_shapes(obs_shapes: ObsShapesLike) -> ObsShapes:
     if all(isinstance(i, (int, np.integer)) for i in items):
         return tuple((int(i),) for i in items)
     return tuple(tuple(int(d) for d in shape) for shape in items)
-
-
-class Swish(nn.Module):
-    """x·σ(x) (Ramachandran et al. 2017, arXiv:1710.05941), as ML-Agents' ``Swish``."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x * torch.sigmoid(x)
 
 
 def dense(in_size: int, out_size: int) -> nn.Linear:
@@ -221,12 +228,16 @@ class ObservationLayout:
 
 
 class ObservationEncoder(nn.Module):
-    """Flat rows [n, obs_dim] -> [n, output_size]: vectors as they are, images encoded.
+    """Flat rows [n, obs_dim] -> [n, output_size]: vectors as they are, images encoded, buffer
+    sensors through self-attention (its pooled vector last).
 
     ``network_cfg`` needs ``hidden_units`` (each visual encoder's output size) and
     ``vis_encode_type``.  Rows are expected already normalised (``ObservationLayout.normalize``).
     A behavior with only vector observations gets a parameter-free encoder (identity).
     """
+
+    ATTENTION_EMBEDDING_SIZE = 128
+    """ML-Agents' fixed attention width (its ``ObservationEncoder.ATTENTION_EMBEDDING_SIZE``)."""
 
     def __init__(self, obs_shapes: ObsShapesLike, network_cfg, goal_indices: Sequence[int] = ()):
         super().__init__()
@@ -250,13 +261,31 @@ class ObservationEncoder(nn.Module):
                 self.encoders[str(i)] = encoder
                 size = network_cfg.hidden_units
             elif len(shape) == 2:
-                raise ValueError(f"observation {i} has shape {shape}: variable-length (buffer "
-                                 f"sensor) observations are not supported for training")
+                if i in self.goal_indices:
+                    raise ValueError(f"observation {i} (shape {shape}) is a goal signal and a "
+                                     f"variable-length (buffer sensor) observation: ML-Agents does "
+                                     f"not support that use case either")
+                self.encoders[str(i)] = EntityEmbedding(shape[1], shape[0],
+                                                        self.ATTENTION_EMBEDDING_SIZE)
             else:
                 raise ValueError(f"observation {i} has shape {shape}: only rank-1 (vector) and "
                                  f"rank-3 (C, H, W image or grid) observations are supported")
             self.output_size += size
             self.goal_size += size if i in self.goal_indices else 0
+        self.entity_indices = tuple(i for i, shape in enumerate(self.layout.obs_shapes)
+                                    if len(shape) == 2)
+        """The variable-length (buffer sensor) observations, in observation order."""
+        if self.entity_indices:
+            width = self.ATTENTION_EMBEDDING_SIZE
+            self.rsa = ResidualSelfAttention(
+                width, sum(self.layout.obs_shapes[i][0] for i in self.entity_indices))
+            self.x_self_encoder = None
+            if self.output_size:  # other observations: entities are embedded with them
+                self.x_self_encoder = LinearEncoder(self.output_size, 1, width,
+                                                    attention_gain(width))
+                for i in self.entity_indices:
+                    self.encoders[str(i)].add_self_embedding(width)
+            self.output_size += width
         self.is_identity = not self.encoders
         """True when every observation is a vector: forward returns its input."""
 
@@ -268,15 +297,36 @@ class ObservationEncoder(nn.Module):
         if self.is_identity and not self.goal_indices:
             return flat, None
         n = flat.shape[0]
-        parts = []
+        parts: list[torch.Tensor | None] = []
         for i, (shape, columns) in enumerate(zip(self.layout.obs_shapes, self.layout.slices)):
             part = flat[:, columns]
-            parts.append(self.encoders[str(i)](part.reshape(n, *shape)) if len(shape) == 3 else part)
-        encoding = flat if self.is_identity else torch.cat(parts, dim=1)
+            parts.append(None if len(shape) == 2 else
+                         self.encoders[str(i)](part.reshape(n, *shape)) if len(shape) == 3 else part)
+        if self.is_identity:
+            encoding = flat
+        else:
+            encodes = [p for p in parts if p is not None]
+            encoding = torch.cat(encodes, dim=1) if encodes else None
+            if self.entity_indices:
+                pooled = self.attend(flat, encoding)
+                encoding = pooled if encoding is None else torch.cat([encoding, pooled], dim=1)
         if not self.goal_indices:
             return encoding, None
         goals = [parts[i] for i in self.goal_indices]
         return encoding, goals[0] if len(goals) == 1 else torch.cat(goals, dim=1)
+
+    def attend(self, flat: torch.Tensor, encoded_self: torch.Tensor | None) -> torch.Tensor:
+        """The buffer sensors' pooled attention vector [n, 128] (ML-Agents' ``ObservationEncoder``
+        forward): entities embedded with the agent's own encoding, padding rows masked."""
+        n = flat.shape[0]
+        entities = [flat[:, self.layout.slices[i]].reshape(n, *self.layout.obs_shapes[i])
+                    for i in self.entity_indices]
+        masks = get_zero_entities_mask(entities)
+        processed_self = (self.x_self_encoder(encoded_self)
+                          if self.x_self_encoder is not None and encoded_self is not None else None)
+        embeddings = [self.encoders[str(i)](processed_self, ent)
+                      for i, ent in zip(self.entity_indices, entities)]
+        return self.rsa(torch.cat(embeddings, dim=1), masks)
 
 
 def concat_inputs(inputs: Sequence[torch.Tensor], obs_dim: int

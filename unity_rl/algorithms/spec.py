@@ -66,6 +66,11 @@ class TrainerTypeSpec:
     """Fields of ``hyperparameters`` that other YAML keys fill (reward_signals.extrinsic.gamma for
     one-discount learners, max_steps)."""
 
+    behavioral_cloning: bool = False
+    """The type runs ``behavioral_cloning:`` (its host builds the BC update); others refuse it."""
+    learned_reward_signals: bool = True
+    """Whether the type trains learned reward signals (curiosity, RND, GAIL) beside extrinsic;
+    False refuses them in the config (POCA here, for now)."""
     self_play: bool = True
     """Whether ``self_play:`` may wrap it (ML-Agents' GhostTrainer wraps any of its trainer
     types; a type that is not ML-Agents' says False and the config refuses the section)."""

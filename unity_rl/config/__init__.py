@@ -35,7 +35,7 @@ Strictness (as ML-Agents' ``strict_to_cls``, with better messages): an unknown k
 the wrong type or out of range raises ``ConfigError`` naming the file, the section path (e.g.
 ``behaviors.3DBall.hyperparameters``) and the key, and saying what is accepted.  ML-Agents
 features that unity_rl does not implement (the curiosity, GAIL and RND reward signals, behavioral cloning,
-self-play, memory outside PPO, ...) are refused by name; only the values that mean "feature off"
+self-play, memory outside PPO and SAC, ...) are refused by name; only the values that mean "feature off"
 (``deterministic: false``, ...) are accepted; ``threaded`` is accepted either way (it changes nothing here). Every
 ``vis_encode_type`` is implemented (``unity_rl.algorithms.encoders``).
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import yaml
 
+from unity_rl.algorithms.reward_signals.config import yaml_fields
 from unity_rl.config.keys import MEMORY_KEYS, NETWORK_KEYS, SELF_PLAY_KEYS, hyperparameter_keys
 from unity_rl.config.sections import (
     SAMPLER_PARAMETERS,
@@ -46,7 +47,9 @@ def _dump_behavior(b: BehaviorConfig) -> dict:
         "trainer_type": b.trainer_type,
         "hyperparameters": {key: _plain(getattr(hp, f)) for key, f in hp_keys.items()},
         "network_settings": _network(b.network_settings),
-        "reward_signals": {s.name: {"gamma": s.gamma, "strength": s.strength,
+        "reward_signals": {s.name: {**{f.name: _plain(getattr(s, f.name))
+                                       for f in yaml_fields(type(s))
+                                       if f.name not in ("name", "network_settings")},
                                     "network_settings": _network(s.network_settings)}
                            for s in b.reward_signals},
         "max_steps": b.max_steps,
@@ -56,6 +59,8 @@ def _dump_behavior(b: BehaviorConfig) -> dict:
         "keep_checkpoints": b.keep_checkpoints,
         "even_checkpoints": b.even_checkpoints,
         "threaded": b.threaded,
+        "behavioral_cloning": (None if b.behavioral_cloning is None
+                               else _dump_section(b.behavioral_cloning)),
         "self_play": None if b.self_play is None else
         {key: getattr(b.self_play, f) for key, f in SELF_PLAY_KEYS.items()},
     }

@@ -40,8 +40,7 @@ TOP_KEYS = ("behaviors", "default_settings", "env_settings", "engine_settings",
 NOT_SUPPORTED = "is an ML-Agents option that unity_rl does not support"
 UNSUPPORTED: dict[str, dict[str, tuple]] = {
     # section kind -> key -> values that mean "feature off" (accepted and ignored)
-    "behavior": {"init_path": (None,),
-                 "behavioral_cloning": (None,), "framework": ("pytorch",)},
+    "behavior": {"init_path": (None,), "framework": ("pytorch",)},
     "network": {"deterministic": (False,)},
     "checkpoint": {"load_model": (False,), "train_model": (False,)},
     "top": {"curriculum": (), "parameter_randomization": ()},

@@ -3,7 +3,8 @@ and ``load_config``; an unknown key, a wrong type or an out-of-range value is a 
 naming the file, the section and the key.
 
 The generic strict-structuring helpers are in ``strict.py``; this module holds the per-section
-parsers and the YAML loader.
+parsers and the YAML loader (about 450 lines: one parser per section; the behavior's
+subsections, reward signals and behavioral cloning, are the next to move out should it grow).
 """
 from __future__ import annotations
 
@@ -16,10 +17,12 @@ from typing import Any
 
 import yaml
 
+from unity_rl.algorithms.imitation.config import BC_KEYS, BehavioralCloningConfig
 from unity_rl.algorithms.network_config import MemoryConfig, NetworkConfig
 from unity_rl.algorithms.registry import MLAGENTS_TRAINER_TYPES, trainer_type_names
 from unity_rl.algorithms.registry import trainer_type as trainer_type_spec
-from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
+from unity_rl.algorithms.reward_signals.config import (EXTRINSIC_ONLY, RewardSignalConfig,
+                                                      settings_class, yaml_fields)
 from unity_rl.algorithms.reward_signals.registry import MLAGENTS_REWARD_SIGNALS, reward_signal_names
 from unity_rl.config.keys import (
     BEHAVIOR_KEYS,
@@ -94,7 +97,8 @@ def _check_memory(trainer_type: str, hyperparameters: Any, network: NetworkConfi
         raise net_where.error("memory", f"memory is not supported for trainer_type "
                                         f"{trainer_type} yet (supported: "
                                         f"{', '.join(MEMORY_TRAINER_TYPES)}); set memory: null")
-    batch_size = getattr(hyperparameters, "minibatch_size", None)
+    batch_size = getattr(hyperparameters, "minibatch_size",
+                         getattr(hyperparameters, "batch_size", None))
     if batch_size is not None and memory.sequence_length > batch_size:
         raise net_where.child("memory").error(
             "sequence_length", f"must be <= hyperparameters.batch_size ({batch_size}), "
@@ -102,8 +106,15 @@ def _check_memory(trainer_type: str, hyperparameters: Any, network: NetworkConfi
 
 
 REWARD_SIGNAL_KEYS = {"gamma": "gamma", "strength": "strength"}
-"""YAML keys of one ``reward_signals.<name>`` entry besides ``network_settings`` (ML-Agents'
-``RewardSignalSettings``; learned signals will add their own)."""
+"""YAML keys of every ``reward_signals.<name>`` entry besides ``network_settings`` (ML-Agents'
+``RewardSignalSettings``); a signal's settings class adds its own (``signal_keys``)."""
+
+
+def signal_keys(cls: type) -> dict[str, str]:
+    """YAML key -> field of a reward signal's settings class: its fields but name and
+    network_settings."""
+    return {f.name: f.name for f in yaml_fields(cls)
+            if f.name not in ("name", "network_settings")}
 
 
 def _parse_reward_signals(raw: Any, where: Where) -> tuple[RewardSignalConfig, ...]:
@@ -122,14 +133,22 @@ def _parse_reward_signals(raw: Any, where: Where) -> tuple[RewardSignalConfig, .
             raise where.error(name, f"unknown reward signal. Accepted keys: {accepted}")
         here = where.child(name)
         entry = _mapping(value, here)
-        kwargs = _read_keys(entry, RewardSignalConfig, REWARD_SIGNAL_KEYS, here, skip=("network_settings",))
+        cls = settings_class(name)
+        keys = signal_keys(cls)
+        if "demo_path" in keys and "demo_path" not in entry:
+            raise here.error("demo_path", "missing: the expert .demo file (or a directory of "
+                                          "them) the discriminator learns from")
+        kwargs = _read_keys(entry, cls, keys, here, skip=("network_settings",))
         network = _parse_network(entry.get("network_settings"), here.child("network_settings"))
+        if kwargs.get("encoding_size") is not None and entry.get("network_settings") is None:
+            # ML-Agents: the deprecated encoding_size is the hidden size without network_settings
+            network = dataclasses.replace(network, hidden_units=kwargs["encoding_size"])
         if network.memory is not None:  # ML-Agents strips it from reward signals (with a warning)
             logger.warning("%s.network_settings: memory is ignored for reward signals (as "
                            "mlagents-learn does)", here.section)
             network = dataclasses.replace(network, memory=None)
         kwargs["network_settings"] = network
-        signals.append(_build(RewardSignalConfig, {"name": name, **kwargs}, here, REWARD_SIGNAL_KEYS))
+        signals.append(_build(cls, {"name": name, **kwargs}, here, keys))
     if not signals:
         raise where.error("extrinsic", "missing: reward_signals needs at least one signal (ML-Agents' default: extrinsic)")
     return tuple(signals)
@@ -168,7 +187,8 @@ def _parse_behavior(raw: Any, where: Where) -> BehaviorConfig:
             raise where.error("trainer_type", f"'{name}' {NOT_SUPPORTED}; accepted: {accepted}")
         raise where.error("trainer_type", f"unknown trainer type {name!r}; accepted: {accepted}")
     spec = trainer_type_spec(name)
-    subsections = ("hyperparameters", "network_settings", "reward_signals", "self_play")
+    subsections = ("hyperparameters", "network_settings", "reward_signals", "behavioral_cloning",
+                   "self_play")
     kwargs = _read_keys(raw, BehaviorConfig, BEHAVIOR_KEYS, where, UNSUPPORTED["behavior"], skip=subsections)
     trainer_type = kwargs.get("trainer_type", BehaviorConfig.trainer_type)
 
@@ -201,9 +221,30 @@ def _parse_behavior(raw: Any, where: Where) -> BehaviorConfig:
     kwargs["hyperparameters"] = _build(hp_cls, hp_kwargs, hp_where, hp_keys, elsewhere)
     kwargs["network_settings"] = _parse_network(raw.get("network_settings"), where.child("network_settings"))
     _check_memory(trainer_type, kwargs["hyperparameters"], kwargs["network_settings"], where)
+    learned = [s.name for s in signals if s.name != "extrinsic"]
+    if learned and not spec.learned_reward_signals:
+        raise rs_where.error(learned[0], f"{learned[0]} is not supported for trainer_type "
+                                         f"{trainer_type!r} yet (extrinsic only); remove it")
     kwargs["reward_signals"] = signals
+    if raw.get("behavioral_cloning") is not None:
+        kwargs["behavioral_cloning"] = _parse_behavioral_cloning(
+            raw["behavioral_cloning"], where.child("behavioral_cloning"), trainer_type, spec)
     kwargs["self_play"] = _parse_self_play(raw.get("self_play"), trainer_type, where)
     return _build(BehaviorConfig, kwargs, where, BEHAVIOR_KEYS, {"reward_signals": (rs_where, None)})
+
+
+def _parse_behavioral_cloning(raw: Any, where: Where, trainer_type: str,
+                              spec: Any) -> BehavioralCloningConfig:
+    """``behavioral_cloning`` (ML-Agents' ``BehavioralCloningSettings``); ``demo_path`` required."""
+    if not spec.behavioral_cloning:
+        raise where.error(None, f"behavioral cloning is not available for trainer_type "
+                                f"{trainer_type!r} (ML-Agents has it for ppo, sac and poca); "
+                                "remove the section")
+    raw = _mapping(raw, where)
+    if "demo_path" not in raw:
+        raise where.error("demo_path", "missing: the .demo file (or directory of them) to clone")
+    kwargs = _read_keys(raw, BehavioralCloningConfig, BC_KEYS, where)
+    return _build(BehavioralCloningConfig, kwargs, where, BC_KEYS)
 
 
 def _parse_environment_parameter(raw: Any, where: Where, name: str

@@ -4,7 +4,7 @@ when built: ``RunConfig`` and its parts, and ``FrozenMap`` (``ConfigError`` is
 ``env_settings`` and ``engine_settings`` are declared once, with every launch setting, as
 ``unity_rl.envs.settings.LaunchSettings`` (``RunConfig.launch``).
 
-Size (about 460 lines): one frozen dataclass per YAML section, each with a docstring line per
+Size (about 500 lines): one frozen dataclass per YAML section, each with a docstring line per
 field; the curriculum types (``Curriculum``, ``Lesson``, ``CompletionCriteria``) are the next to
 move out should the file grow.
 """
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 
+from unity_rl.algorithms.imitation.config import BehavioralCloningConfig
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
 from unity_rl.algorithms.reward_signals.registry import reward_signal_names
@@ -108,7 +109,7 @@ class SelfPlayConfig:
         object.__setattr__(self, "initial_elo", float(self.initial_elo))
 
 
-MEMORY_TRAINER_TYPES = ("ppo",)
+MEMORY_TRAINER_TYPES = ("ppo", "sac")
 """Trainer types that implement ``network_settings.memory`` (the others refuse it by name)."""
 
 
@@ -140,6 +141,9 @@ class BehaviorConfig:
     threaded: bool = False
     """ML-Agents: update the policy while the environment steps. Accepted either way: unity_rl's
     actors always step the builds in processes of their own (unity_rl.mode says how they wait)."""
+    behavioral_cloning: BehavioralCloningConfig | None = None
+    """``behavioral_cloning``: clone a demonstration beside RL (None: off; trainer types whose
+    spec has ``behavioral_cloning``: PPO, SAC)."""
     self_play: SelfPlayConfig | None = None
     """``self_play``: train against snapshots of itself (ML-Agents' GhostTrainer); None: off."""
 
@@ -176,10 +180,16 @@ class BehaviorConfig:
         if memory is not None:
             if self.trainer_type not in MEMORY_TRAINER_TYPES:
                 raise ValueError(f"memory is not supported for trainer_type {self.trainer_type} yet")
-            batch_size = getattr(hp, "minibatch_size", None)
+            batch_size = getattr(hp, "minibatch_size", getattr(hp, "batch_size", None))
             check_field(batch_size is None or memory.sequence_length <= batch_size, "behavior",
                         "network_settings", f"memory.sequence_length <= batch_size ({batch_size})",
                         memory.sequence_length)
+        if self.behavioral_cloning is not None:
+            with_bc = [t for t in trainer_type_names() if trainer_type(t).behavioral_cloning]
+            check_field(isinstance(self.behavioral_cloning, BehavioralCloningConfig)
+                        and self.trainer_type in with_bc, "behavior", "behavioral_cloning",
+                        f"null for trainer_type {self.trainer_type!r} (behavioral cloning: "
+                        f"{', '.join(with_bc)})", self.behavioral_cloning)
         if self.even_checkpoints:
             object.__setattr__(self, "checkpoint_interval", max(1, self.max_steps // self.keep_checkpoints))
         # max_steps is a behavior-level key in the YAML; the learner's config carries a copy where
@@ -398,6 +408,10 @@ class UnityRLConfig:
     trajectory_cuts: Literal["time_horizon", "segment"] = "time_horizon"
     """'time_horizon': cut trajectories only at time_horizon or an episode end (ML-Agents);
     'segment': also at every segment end (each actor's share of a buffer)."""
+    demo_pairing: Literal["mlagents", "aligned"] = "mlagents"
+    """How behavioral cloning and GAIL pair a demo's observations with actions: 'mlagents' each
+    with the previous action, as mlagents-learn 1.1.0 (Unity's recorder stores it so);
+    'aligned' each with the action taken there (docs/imitation.md, "The pairing quirk")."""
     fix_quirks: tuple[str, ...] = ()
     """ML-Agents quirks to fix rather than copy (names: docs/from-mlagents-learn.md; e.g.
     sac_deterministic_squash); without an entry a trainer type does what ML-Agents does."""
@@ -422,6 +436,8 @@ class UnityRLConfig:
                "an int >= 1", self.torch_threads)
         check_field(self.trajectory_cuts in ("time_horizon", "segment"), s, "trajectory_cuts",
                "'time_horizon' or 'segment'", self.trajectory_cuts)
+        check_field(self.demo_pairing in ("mlagents", "aligned"), s, "demo_pairing",
+                    "'mlagents' or 'aligned'", self.demo_pairing)
         known = known_quirk_fixes()
         check_field(isinstance(self.fix_quirks, tuple) and all(q in known for q in self.fix_quirks),
                     s, "fix_quirks", f"a list of names among {sorted(known)}", self.fix_quirks)
@@ -449,6 +465,14 @@ def with_quirk_fixes(behavior: BehaviorConfig, fixes: tuple[str, ...]) -> Behavi
         return behavior
     return dataclasses.replace(behavior, hyperparameters=dataclasses.replace(
         behavior.hyperparameters, **changes))
+
+
+def with_demo_pairing(behavior: BehaviorConfig, pairing: str) -> BehaviorConfig:
+    """``behavior`` with ``unity_rl.demo_pairing`` copied into the reward signals that read a
+    demonstration (GAIL; behavioral cloning reads it from the run's config)."""
+    signals = tuple(dataclasses.replace(s, demo_pairing=pairing)
+                    if hasattr(s, "demo_pairing") else s for s in behavior.reward_signals)
+    return dataclasses.replace(behavior, reward_signals=signals)
 
 
 @dataclass(frozen=True)
@@ -480,6 +504,13 @@ class RunConfig:
         for name in ("behaviors", "environment_parameters"):
             if not isinstance(getattr(self, name), FrozenMap):
                 object.__setattr__(self, name, FrozenMap(getattr(self, name)))
+        if self.unity_rl.demo_pairing != "mlagents":
+            paired = {name: with_demo_pairing(b, self.unity_rl.demo_pairing)
+                      for name, b in self.behaviors.items()}
+            object.__setattr__(self, "behaviors", FrozenMap(paired))
+            if self.default_settings is not None:
+                object.__setattr__(self, "default_settings", with_demo_pairing(
+                    self.default_settings, self.unity_rl.demo_pairing))
         if self.unity_rl.fix_quirks:
             fixed = {name: with_quirk_fixes(b, self.unity_rl.fix_quirks)
                      for name, b in self.behaviors.items()}

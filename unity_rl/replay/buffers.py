@@ -27,15 +27,26 @@ is bounded.  Where robust mutexes are missing (not glibc) the lock is a ``multip
 with the same bounded waits; a dead holder is then reported (``ReplayLockTimeout`` naming the
 dead pid) but not recovered.
 
+**Memory sequences** (``sequence_length`` L > 1, ``memory_dim`` > 0: recurrent policies,
+``network_settings.memory``): rows also hold the actor memory and the critic memory each step
+started from and a loss mask (0 on rows that pad a sequence), and are written and sampled in
+whole sequences of L rows, as mlagents-learn 1.1.0's ``AgentBuffer.sample_mini_batch(batch_size,
+sequence_length)``: the capacity is rounded up to a multiple of L, every ``add`` is a multiple
+of L rows (``trajectories_to_transitions`` pads each trajectory), so sequence k always starts at
+row k·L, and a sample is ``batch_size // L`` random sequence starts, each with its L rows in
+order. A sequence with a torn row is redrawn whole. Prioritised sampling is per row, so it is
+refused with sequences.
+
 Memory: each row takes 4·(2·obs_dim + act_dim + 2) bytes (observation stored twice so that a
-truncated episode's final observation fits) plus a 1-byte validity flag, plus 16 bytes per leaf
+truncated episode's final observation fits) plus a 1-byte validity flag (with sequences 8·memory_dim + 1 more),
+plus 16 bytes per leaf
 of the two priority trees (rounded up to a power of two) when prioritised (8 bytes per row with
 the cpprb sampler, plus cpprb's own trees).  ``state_dict()`` copies the filled rows: the
 same cost again, once, in the checkpoint.
 
-Size (over ~400 lines on purpose): the uniform, prioritised and shared-memory buffers share one
-storage layout and sum-tree code, and the shared buffer's lock recovery needs that storage's
-internals.
+Size (over ~400 lines on purpose): the uniform, prioritised, sequence and shared-memory buffers
+share one storage layout and sum-tree code, and the shared buffer's lock recovery needs that
+storage's internals.
 """
 from __future__ import annotations
 
@@ -57,6 +68,12 @@ from unity_rl.experience import TransitionBatch
 logger = logging.getLogger(__name__)
 
 _FIELDS = ("obs", "actions", "rewards", "next_obs", "terminated")
+_MEMORY_FIELDS = ("memories", "critic_memories", "loss_mask")
+
+
+def _fields(mask_dim: int, memory_dim: int) -> tuple[str, ...]:
+    return (_FIELDS + (("action_masks",) if mask_dim else ())
+            + (_MEMORY_FIELDS if memory_dim else ()))
 
 DEFAULT_LOCK_TIMEOUT_S = 30.0
 """How long a shared buffer's user waits for a live holder of its lock before raising."""
@@ -217,17 +234,28 @@ class ReplayBuffer:
 
     def __init__(self, capacity: int, obs_dim: int, act_dim: int, seed: int | None = 0, *,
                  prioritized: bool = False, alpha: float = 0.6, eps: float = 1e-6,
-                 sampler: str = "numpy", mask_dim: int = 0):
+                 sampler: str = "numpy", mask_dim: int = 0, memory_dim: int = 0,
+                 sequence_length: int = 1):
         if capacity < 1:
             raise ValueError(f"capacity must be >= 1, got {capacity}")
         if sampler not in ("numpy", "cpprb"):
             raise ValueError(f"sampler must be 'numpy' or 'cpprb', got {sampler!r}")
-        self.capacity = int(capacity)
+        self.sequence_length = int(sequence_length)
+        """Rows per sequence: writes and samples come in whole sequences (1: single rows)."""
+        if self.sequence_length < 1:
+            raise ValueError(f"sequence_length must be >= 1, got {sequence_length}")
+        if self.sequence_length > 1 and prioritized:
+            raise ValueError("prioritized replay samples single rows; it cannot sample memory "
+                             "sequences (sequence_length > 1)")
+        L = self.sequence_length
+        self.capacity = -(-int(capacity) // L) * L
+        self.memory_dim = int(memory_dim)
+        """Columns of the stored actor and critic memories (0: none stored)."""
         self.obs_dim = int(obs_dim)
         self.act_dim = int(act_dim)
         self.mask_dim = int(mask_dim)
         """Action-mask columns per row (sum of the discrete branches; 0: no masks stored)."""
-        self.fields = _FIELDS + (("action_masks",) if self.mask_dim else ())
+        self.fields = _fields(self.mask_dim, self.memory_dim)
         self.prioritized = bool(prioritized)
         self.alpha = float(alpha)
         self.eps = float(eps)
@@ -260,6 +288,9 @@ class ReplayBuffer:
             "next_obs": ((c, self.obs_dim), f32),
             "terminated": ((c,), f32),
             **({"action_masks": ((c, self.mask_dim), np.dtype(np.uint8))} if self.mask_dim else {}),
+            **({"memories": ((c, self.memory_dim), f32),
+                "critic_memories": ((c, self.memory_dim), f32),
+                "loss_mask": ((c,), np.dtype(np.uint8))} if self.memory_dim else {}),
             "valid": ((c,), np.dtype(np.uint8)),  # 0: never written, or torn by a dead writer
             "ctl": ((_CTL_LEN,), np.dtype(np.int64)),
         }
@@ -358,6 +389,12 @@ class ReplayBuffer:
             return
         if self.mask_dim and batch.action_masks is None:
             batch = batch._replace(action_masks=np.ones((n, self.mask_dim), np.uint8))
+        if n % self.sequence_length:
+            raise ValueError(f"{n} rows are not whole sequences of {self.sequence_length} "
+                             f"(pad each trajectory: trajectories_to_transitions)")
+        if self.memory_dim and batch.memories is None:
+            raise ValueError("this replay stores memory sequences: the rows need memories, "
+                             "critic_memories and loss_mask")
         rows = {name: np.asarray(getattr(batch, name)) for name in self.fields}
         if priorities is not None:
             priorities = np.asarray(priorities, np.float64).reshape(n)
@@ -383,12 +420,17 @@ class ReplayBuffer:
 
     def newest_obs(self, n: int) -> np.ndarray:
         """[min(n, len), obs_dim] copy of the observations of the ``n`` rows written last (what
-        a learner folds into its normaliser when actors wrote the rows themselves)."""
+        a learner folds into its normaliser when actors wrote the rows themselves); with
+        sequences the ``n`` newest real rows (padding skipped)."""
         with self._locked():
             pos, size = int(self._ctl[_POS]), int(self._ctl[_SIZE])
-            n = min(int(n), size)
-            idx = (pos - n + np.arange(n)) % self.capacity
-            return self._arrays["obs"][idx].copy()
+            if not self.memory_dim:
+                n = min(int(n), size)
+                idx = (pos - n + np.arange(n)) % self.capacity
+                return self._arrays["obs"][idx].copy()
+            newest_first = (pos - 1 - np.arange(size)) % self.capacity
+            real = newest_first[self._arrays["loss_mask"][newest_first] > 0][:int(n)]
+            return self._arrays["obs"][real[::-1]].copy()
 
     def sample(self, batch_size: int) -> TransitionBatch:
         """``batch_size`` transitions (proportional to priority when prioritised)."""
@@ -401,14 +443,14 @@ class ReplayBuffer:
             if size == 0:
                 raise ValueError("cannot sample from an empty replay buffer")
             idx, weights = self._draw(batch_size, beta, size)
-            bad = ~self._valid[idx].astype(bool)
+            bad = self._torn(idx)
             if bad.any():  # rows torn by a writer that died, until rewritten: redraw those
                 if not self._valid[:size].any():
                     raise ValueError("cannot sample: every stored row was torn by a writer "
                                      "that died while adding it")
                 for _attempt in range(1000):
                     idx[bad], weights[bad] = self._draw(int(bad.sum()), beta, size)
-                    bad = ~self._valid[idx].astype(bool)
+                    bad = self._torn(idx)
                     if not bad.any():
                         break
                 else:
@@ -419,7 +461,21 @@ class ReplayBuffer:
     def _draw(self, batch_size: int, beta: float, size: int) -> tuple[np.ndarray, np.ndarray]:
         if self.prioritized:
             return self._sample_prioritized(batch_size, beta, size)
+        L = self.sequence_length
+        if L > 1:  # whole sequences: ML-Agents' sample_mini_batch
+            starts = self.rng.integers(0, size // L, max(batch_size // L, 1)) * L
+            idx = (starts[:, None] + np.arange(L)).reshape(-1)
+            return idx, np.ones(len(idx), np.float32)
         return self.rng.integers(0, size, batch_size), np.ones(batch_size, np.float32)
+
+    def _torn(self, idx: np.ndarray) -> np.ndarray:
+        """[len(idx)] bool: rows to redraw (invalid rows; with sequences, every row of a
+        sequence holding one)."""
+        bad = ~self._valid[idx].astype(bool)
+        L = self.sequence_length
+        if L > 1:
+            bad = np.repeat(bad.reshape(-1, L).any(axis=1), L)
+        return bad
 
     def update_priorities(self, indices: np.ndarray, priorities: np.ndarray) -> None:
         """Sets the priorities of rows ``indices`` from raw |TD errors|; a no-op when uniform."""
@@ -447,6 +503,7 @@ class ReplayBuffer:
             state = {
                 "capacity": self.capacity, "obs_dim": self.obs_dim, "act_dim": self.act_dim,
                 "mask_dim": self.mask_dim, "prioritized": self.prioritized,
+                "memory_dim": self.memory_dim, "sequence_length": self.sequence_length,
                 "pos": int(self._ctl[_POS]), "size": size,
                 "rng": self.rng.bit_generator.state,
             }
@@ -461,8 +518,9 @@ class ReplayBuffer:
 
     def load_state_dict(self, state: dict) -> None:
         """Restores a ``state_dict()`` taken from a buffer of the same shape and kind."""
-        for key in ("capacity", "obs_dim", "act_dim", "mask_dim", "prioritized"):
-            if state.get(key, 0) != getattr(self, key):
+        for key in ("capacity", "obs_dim", "act_dim", "mask_dim", "prioritized", "memory_dim",
+                    "sequence_length"):
+            if state.get(key, 1 if key == "sequence_length" else 0) != getattr(self, key):
                 raise ValueError(f"replay state has {key}={state[key]!r}, "
                                  f"this buffer has {getattr(self, key)!r}")
         size = int(state["size"])
@@ -592,7 +650,7 @@ class SharedReplayBuffer(ReplayBuffer):
     def __init__(self, capacity: int, obs_dim: int, act_dim: int, seed: int | None = 0, *,
                  prioritized: bool = False, alpha: float = 0.6, eps: float = 1e-6,
                  ctx: Any = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S,
-                 mask_dim: int = 0):
+                 mask_dim: int = 0, memory_dim: int = 0, sequence_length: int = 1):
         self._shm: shared_memory.SharedMemory | None = None
         self._owner = True
         self._mutex: Any = None
@@ -601,7 +659,8 @@ class SharedReplayBuffer(ReplayBuffer):
         if _PTHREAD is None:
             self._fallback_lock = (ctx if ctx is not None else mp.get_context("spawn")).Lock()
         super().__init__(capacity, obs_dim, act_dim, seed, prioritized=prioritized,
-                         alpha=alpha, eps=eps, sampler="numpy", mask_dim=mask_dim)
+                         alpha=alpha, eps=eps, sampler="numpy", mask_dim=mask_dim,
+                         memory_dim=memory_dim, sequence_length=sequence_length)
         self._lock = None  # the segment's mutex replaces the thread lock
 
     @property
@@ -684,7 +743,8 @@ class SharedReplayBuffer(ReplayBuffer):
         if self._shm is None:
             raise RuntimeError("cannot pickle a closed SharedReplayBuffer")
         state = {"params": (self.capacity, self.obs_dim, self.act_dim, self.prioritized,
-                            self.alpha, self.eps, self.seed, self.mask_dim),
+                            self.alpha, self.eps, self.seed, self.mask_dim, self.memory_dim,
+                            self.sequence_length),
                  "name": self._shm.name, "lock_timeout": self.lock_timeout}
         if self._fallback_lock is not None:
             state["lock"] = self._fallback_lock  # travels only while spawning
@@ -692,8 +752,9 @@ class SharedReplayBuffer(ReplayBuffer):
 
     def __setstate__(self, state: dict) -> None:
         (self.capacity, self.obs_dim, self.act_dim, self.prioritized,
-         self.alpha, self.eps, self.seed, self.mask_dim) = state["params"]
-        self.fields = _FIELDS + (("action_masks",) if self.mask_dim else ())
+         self.alpha, self.eps, self.seed, self.mask_dim, self.memory_dim,
+         self.sequence_length) = state["params"]
+        self.fields = _fields(self.mask_dim, self.memory_dim)
         self.sampler = "numpy"
         self._cpprb = None
         self.lock_timeout = float(state.get("lock_timeout", DEFAULT_LOCK_TIMEOUT_S))

@@ -21,10 +21,13 @@ recovered at once: ``unity_rl.replay.buffers``)."""
 
 def open_replay(capacity: int, obs_dim: int, act_dim: int, seed: int | None, *, shared: bool,
                 prioritized: bool = False, alpha: float = 0.6, eps: float = 1e-6,
-                mask_dim: int = 0) -> tuple[ReplayBuffer, dict | None]:
+                mask_dim: int = 0, memory_dim: int = 0,
+                sequence_length: int = 1) -> tuple[ReplayBuffer, dict | None]:
     """(buffer, handle): a shared buffer and the picklable handle actors attach with, or a
-    private buffer and None. ``mask_dim``: action-mask columns (discrete branches)."""
-    args = dict(prioritized=prioritized, alpha=alpha, eps=eps, mask_dim=mask_dim)
+    private buffer and None. ``mask_dim``: action-mask columns (discrete branches);
+    ``memory_dim``, ``sequence_length``: memory sequences (recurrent policies)."""
+    args = dict(prioritized=prioritized, alpha=alpha, eps=eps, mask_dim=mask_dim,
+                memory_dim=memory_dim, sequence_length=sequence_length)
     if shared:
         replay = SharedReplayBuffer(capacity, obs_dim, act_dim, seed,
                                     lock_timeout=SHARED_LOCK_TIMEOUT_S, **args)

@@ -31,6 +31,13 @@ def restore_replay(replay: ReplayBuffer, state: dict) -> None:
     """Loads a ``ReplayBuffer.state_dict()``; when capacity or kind changed (a new
     ``buffer_size`` or ``prioritized`` on resume) re-adds the rows oldest first instead (the
     newest ``capacity`` survive; priorities kept when both are prioritized)."""
+    if (state.get("memory_dim", 0), state.get("sequence_length", 1)) != (
+            replay.memory_dim, replay.sequence_length):
+        raise ValueError(f"the checkpoint's replay buffer holds memory sequences of "
+                         f"{state.get('sequence_length', 1)} rows with "
+                         f"{state.get('memory_dim', 0)} memory columns, this run "
+                         f"{replay.sequence_length} and {replay.memory_dim}: "
+                         f"network_settings.memory changed; resume without the replay")
     same = all(state[k] == getattr(replay, k) for k in ("capacity", "prioritized"))
     if same:
         replay.load_state_dict(state)
@@ -62,7 +69,9 @@ class ReplayFootprint(NamedTuple):
 
 
 def replay_footprint(capacity: int, obs_dim: int, act_dim: int,
-                     prioritized: bool = False) -> ReplayFootprint:
-    """Bytes per stored transition and for a full buffer (see ``unity_rl.replay.buffers``)."""
-    per_row = 4 * (2 * obs_dim + act_dim + 2) + (16 if prioritized else 0)
+                     prioritized: bool = False, memory_dim: int = 0) -> ReplayFootprint:
+    """Bytes per stored transition and for a full buffer (see ``unity_rl.replay.buffers``;
+    ``memory_dim``: actor and critic memories and a loss mask per row)."""
+    per_row = (4 * (2 * obs_dim + act_dim + 2) + (16 if prioritized else 0)
+               + (8 * memory_dim + 1 if memory_dim else 0))
     return ReplayFootprint(per_row, per_row * capacity)

@@ -24,9 +24,12 @@ Stand-in options (all optional; see unity_builds/README.md):
 ``--standin-basic-start CELL``     Basic: start cell (default 10)
 ``--standin-spec JSON_OR_PATH``    Mock: its spec, JSON text or a JSON file (docs/testing.md)
 ``--standin-connect-timeout S``    give up (exit 1) when no trainer answers the handshake
-``--standin-blind``                GridWorld: send all-black camera images (same shape, PNG)
+``--standin-blind``                GridWorld: send all-black camera images (same shape, PNG);
+                                   Sorter: send the buffer sensor with zero rows only
 ``--standin-gridworld-tinted``     GridWorld: the earlier stand-in shape (camera 3x40x40 only,
                                    target shown by the floor tint, 3x3, period 5, MaxStep 500)
+``--standin-heuristic``            Pyramids: act with the scene's built-in heuristic, ignoring
+                                   the trainer's actions (Unity's "Heuristic Only")
 ``--standin-scripted-team N``      SoccerTwos, StrikersVsGoalie: team N's agents follow a
                                    script (chase the ball, kick it goalward) whatever actions
                                    they receive (they still request decisions)
@@ -65,9 +68,13 @@ class PlayerOptions:
     """--standin-spec: the Mock scene's spec, JSON text or a file path (read by the scene)."""
     connect_timeout: float = 30.0
     blind: bool = False
-    """GridWorld: all-black images, for a policy blind to the image (a baseline)."""
+    """GridWorld: all-black images, for a policy blind to the image (a baseline); Sorter: an
+    all-padding buffer sensor (a policy that never sees the tiles)."""
     gridworld_tinted: bool = False
     """GridWorld: the tinted variant (the stand-in's shape before it matched Unity's scene)."""
+    heuristic: bool = False
+    """Pyramids: the agents act with the scene's built-in heuristic whatever actions arrive
+    (Unity's Behavior Type "Heuristic Only"; for recording demonstrations)."""
     scripted_team: int | None = None
     """SoccerTwos / StrikersVsGoalie: the team whose agents play a scripted opponent."""
     ignored: list[str] = field(default_factory=list)
@@ -143,7 +150,7 @@ def _set(opts: PlayerOptions, name: str, value: str) -> None:
         raise OptionError(f"unknown stand-in option --standin-{name}")
 
 
-_FLAGS = {"realtime", "blind", "gridworld-tinted"}
+_FLAGS = {"realtime", "blind", "gridworld-tinted", "heuristic"}
 
 
 def parse_args(argv: list[str]) -> PlayerOptions:

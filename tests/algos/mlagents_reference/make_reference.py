@@ -9,7 +9,7 @@ side by side), from the repository root::
 For each case (discrete with masks, continuous, hybrid on vector observations; a camera
 image beside a vector through the ``simple`` encoder; a vector beside a GOAL_SIGNAL vector with
 ``goal_conditioning_type: hyper``; ``shared_critic``; ``network_settings.memory``; no
-normalisation) this builds ML-Agents' ``PPOTrainer`` with its policy and optimiser, samples
+normalisation; a buffer sensor beside a vector) this builds ML-Agents' ``PPOTrainer`` with its policy and optimiser, samples
 trajectories of random observations with ML-Agents' own policy, feeds them through the trainer's
 ``_process_trajectory`` (value estimates, GAE) and runs ``_update_policy`` once. One minibatch
 per epoch (``batch_size`` = the buffer), so ML-Agents' shuffling does not matter. With memory
@@ -68,6 +68,12 @@ CASES = {
     "memory": dict(obs=[(6,)], continuous=2, branches=(3,), hidden=16, layers=2, gamma=0.99,
                    lambd=0.95, beta=5e-3, epochs=3, sequence_length=4, memory_size=16,
                    length=10, trajectories=24),
+    # a buffer sensor (6 entities of 5, zero rows as padding) beside a vector, two branches:
+    # EntityEmbedding with the agent's own encoding, ResidualSelfAttention, masked mean-pool.
+    # ML-Agents' attention width (ObservationEncoder.ATTENTION_EMBEDDING_SIZE, 128) is shrunk to
+    # 16 in both trainers to keep the file small ("attention" below)
+    "buffer": dict(obs=[(6, 5), (4,)], continuous=0, branches=(3, 2), hidden=16, layers=2,
+                   gamma=0.99, lambd=0.95, beta=5e-3, epochs=3, attention=16),
 }
 NUM_TRAJECTORIES, LENGTH = 64, 4
 LEARNING_RATE, EPSILON, MAX_STEPS = 3e-4, 0.2, 500_000
@@ -85,7 +91,11 @@ def _buffer_rows(case: dict) -> int:
 
 def _trainer(case: dict) -> tuple[PPOTrainer, BehaviorSpec]:
     props = {1: (DimensionProperty.NONE,),  # what Unity's vector and camera sensors report
+             2: (DimensionProperty.VARIABLE_SIZE, DimensionProperty.NONE),  # a BufferSensor
              3: (DimensionProperty.NONE,) + (DimensionProperty.TRANSLATIONAL_EQUIVARIANCE,) * 2}
+    if "attention" in case:
+        from mlagents.trainers.torch_entities.networks import ObservationEncoder
+        ObservationEncoder.ATTENTION_EMBEDDING_SIZE = case["attention"]
     obs_specs = [ObservationSpec(tuple(shape), props[len(shape)],
                                  ObservationType.GOAL_SIGNAL if i in case.get("goals", ())
                                  else ObservationType.DEFAULT, f"obs{i}")
@@ -221,6 +231,10 @@ def _random_obs(rng: np.random.Generator, n: int, shape, goal: bool = False) -> 
         return np.eye(shape[0], dtype=np.float32)[rng.integers(0, shape[0], n)]
     if len(shape) == 1:
         return rng.normal(size=(n, *shape)).astype(np.float32)
+    if len(shape) == 2:  # a buffer sensor: the first k rows filled, the rest zero (padding)
+        x = rng.normal(size=(n, *shape)).astype(np.float32)
+        x[np.arange(shape[0])[None, :] >= rng.integers(0, shape[0] + 1, n)[:, None]] = 0.0
+        return x
     return (rng.integers(0, 256, size=(n, *shape)) / 255.0).astype(np.float32)
 
 

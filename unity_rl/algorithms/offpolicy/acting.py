@@ -15,6 +15,13 @@ so the three kinds of cut come out right without a second collector: an episode 
 final observation, bootstrap from it) and a time-horizon or segment cut (``last_obs`` is the next
 decision's observation, bootstrap from it).
 
+Memory policies (``sequence_length`` L > 1): each trajectory's rows are padded at the end to
+whole sequences of L (mlagents-learn 1.1.0's ``resequence_and_append``: padding is zeros, the
+action masks repeat the last real row's), with the actor and critic memories of every step
+(``StepExtras.memories``, ``critic_memories``) and ``loss_mask`` 0 on the padding; the replay
+keeps them in whole sequences (``unity_rl.replay.buffers``). A type fills the critic memories
+in ``prepare_trajectories`` (SAC: sequence by sequence with the critic shipped with the weights).
+
 ``OffPolicyActingPolicy`` is the ``ActingPolicy`` of every off-policy trainer type; a type
 supplies only how it acts (``policy_actions``, ``random_actions``), what its weights are
 (``load_policy_weights``) and, for prioritised replay, ``td_errors``. The base does the rest:
@@ -43,6 +50,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from unity_rl.algorithms.offpolicy.config import ReplayConfig
+from unity_rl.algorithms.sequences import padded_length
 from unity_rl.experience import Segment, Trajectory, TransitionBatch
 from unity_rl.replay import SharedReplayBuffer
 from unity_rl.runtime.acting import ActingPolicy, AgentKeys
@@ -53,15 +61,21 @@ from unity_rl.runtime.acting import ActingPolicy, AgentKeys
 # ----------------------------------------------------------------------------------------------
 
 def trajectories_to_transitions(trajectories: Sequence[Trajectory], mask_size: int = 0,
-                                interrupted_next_obs: str = "final") -> TransitionBatch:
+                                interrupted_next_obs: str = "final", sequence_length: int = 1,
+                                memory_size: int = 0) -> TransitionBatch:
     """One transition per trajectory row (see the module doc for next_obs and terminated).
 
     ``mask_size`` > 0 (discrete branches): the rows carry the action masks (all-allowed where a
     trajectory has none). ``interrupted_next_obs='own'``: the last row of an interrupted
     trajectory gets its own observation as next_obs (ML-Agents' SAC); 'final': Unity's final one.
+    ``memory_size`` > 0: every trajectory padded to whole ``sequence_length`` sequences, with
+    memories, critic memories and the loss mask (module doc).
     """
     if not trajectories:
         raise ValueError("no trajectories to convert")
+    if memory_size:
+        return _concat([_sequence_rows(t, mask_size, interrupted_next_obs, sequence_length,
+                                       memory_size) for t in trajectories])
     obs = np.concatenate([t.obs for t in trajectories]).astype(np.float32, copy=False)
     next_obs = np.concatenate([np.concatenate([t.obs[1:], _bootstrap_obs(t, interrupted_next_obs)])
                                for t in trajectories]).astype(np.float32, copy=False)
@@ -75,6 +89,40 @@ def trajectories_to_transitions(trajectories: Sequence[Trajectory], mask_size: i
                                 if t.action_masks is None else np.asarray(t.action_masks, np.uint8)
                                 for t in trajectories])
     return TransitionBatch(obs, actions, rewards, next_obs, terminated, masks)
+
+
+def _sequence_rows(t: Trajectory, mask_size: int, interrupted_next_obs: str, L: int,
+                   memory_size: int) -> TransitionBatch:
+    """One trajectory's transitions padded at the end to whole sequences of ``L``."""
+    rows = trajectories_to_transitions([t], mask_size, interrupted_next_obs)
+    n = len(rows.rewards)
+    extras = t.extras
+    for name in ("memories", "critic_memories"):
+        column = getattr(extras, name)
+        if column is None or np.shape(column) != (n, memory_size):
+            raise ValueError(f"a memory policy's trajectory needs {name} [{n}, {memory_size}], "
+                             f"got {None if column is None else np.shape(column)}")
+    rows = rows._replace(memories=np.asarray(extras.memories, np.float32),
+                         critic_memories=np.asarray(extras.critic_memories, np.float32),
+                         loss_mask=np.ones(n, np.uint8))
+    pad = padded_length(n, L) - n
+    if not pad:
+        return rows
+    padded = {}
+    for name, value in rows._asdict().items():
+        if value is None:
+            padded[name] = None
+            continue
+        # ML-Agents pads with last_element · padding_value: 0 for every field, 1 for masks
+        fill = value[-1:] if name == "action_masks" else np.zeros_like(value[-1:])
+        padded[name] = np.concatenate([value, np.repeat(fill, pad, axis=0)])
+    return TransitionBatch(**padded)
+
+
+def _concat(batches: list[TransitionBatch]) -> TransitionBatch:
+    return TransitionBatch(**{name: None if getattr(batches[0], name) is None else
+                              np.concatenate([getattr(b, name) for b in batches])
+                              for name in TransitionBatch._fields})
 
 
 def _bootstrap_obs(t: Trajectory, interrupted_next_obs: str) -> np.ndarray:
@@ -127,6 +175,10 @@ class OffPolicyActingPolicy(ActingPolicy):
         """Rows acted on since the last weights."""
         self.mask_size = 0
         """Action-mask columns the transitions carry (a type with discrete branches sets it)."""
+        self.memory_size = 0
+        """Columns of a memory policy's memories (a type with memory sets it; 0: none)."""
+        self.sequence_length = 1
+        """Rows per memory sequence (1 without memory)."""
 
     # -- what a trainer type supplies ----------------------------------------------------------
     @abc.abstractmethod
@@ -143,6 +195,11 @@ class OffPolicyActingPolicy(ActingPolicy):
     @abc.abstractmethod
     def random_actions(self, n: int) -> np.ndarray:
         """[n, act_dim] uniform random actions in the bounds (warm-up)."""
+
+    def prepare_trajectories(self, trajectories: list[Trajectory]) -> list[Trajectory]:
+        """The segment's trajectories with what the learner needs beyond the collected fields
+        (a memory policy: ``extras.critic_memories``); default: as they are."""
+        return trajectories
 
     def td_errors(self, batch: TransitionBatch) -> np.ndarray | None:
         """[n] |TD error| under the shipped critic (initial priorities); None when the loaded
@@ -186,11 +243,13 @@ class OffPolicyActingPolicy(ActingPolicy):
         """Initial priorities, shared-replay writes (module doc); returns what to send."""
         if not segment.trajectories:
             return segment
+        segment = segment._replace(trajectories=self.prepare_trajectories(segment.trajectories))
         prioritized = self.cfg.prioritized
         if self.replay is None and not prioritized:
             return segment
         batch = trajectories_to_transitions(segment.trajectories, self.mask_size,
-                                            self.cfg.interrupted_next_obs)
+                                            self.cfg.interrupted_next_obs, self.sequence_length,
+                                            self.memory_size)
         priorities = self.td_errors(batch) if prioritized else None
         if self.replay is not None:
             self.replay.add(batch, priorities)

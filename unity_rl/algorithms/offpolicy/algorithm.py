@@ -70,10 +70,13 @@ class OffPolicyAlgorithm(Algorithm):
         cfg: ReplayConfig = self.behavior_cfg.hyperparameters
         learner = self.make_learner(info, ctx)
         # shared: actors attach by name (the handle rides with the weights)
+        network = self.behavior_cfg.network_settings  # memory: whole sequences, memories stored
         replay, handle = open_replay(cfg.buffer_size, info.obs_dim, act_dim, ctx.seed,
                                      shared=self.shared_replay, prioritized=cfg.prioritized,
                                      alpha=cfg.per_alpha, eps=cfg.per_eps,
-                                     mask_dim=self.mask_size(info.action_spec))
+                                     mask_dim=self.mask_size(info.action_spec),
+                                     memory_dim=network.memory_size,
+                                     sequence_length=network.sequence_length)
         host = OffPolicyHost(learner, replay, name=self.name, num_actors=ctx.num_actors,
                              replay_handle=handle, max_steps=self.behavior_cfg.max_steps)
         self.hosts.append(host)

@@ -26,16 +26,19 @@ does not span nodes), the actors' initial priorities riding in ``Trajectory.extr
 - **Checkpoints.** ``state_dict()`` is ``{<trainer type>: learner state, "version", "updates",
   "updates_offset", "agent_steps", "replay"}``; the replay rows only with
   ``save_replay_buffer: true`` (ML-Agents' key, off by default), at the cost
-  ``unity_rl.replay.replay_footprint`` gives. With the async wiring the snapshot may hold a few
+  ``unity_rl.replay.replay_footprint`` gives; ``"auxiliary"``: name -> state of each auxiliary
+  update (behavioral cloning). With the async wiring the snapshot may hold a few
   segments whose receipts were not counted yet: extra, valid experience.
 """
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from unity_rl.algorithms.auxiliary import AuxiliaryUpdate
 from unity_rl.algorithms.offpolicy.acting import carried_priorities, trajectories_to_transitions
 from unity_rl.algorithms.offpolicy.config import ReplayConfig
 from unity_rl.algorithms.offpolicy.learner import OffPolicyLearner
@@ -62,8 +65,12 @@ class OffPolicyHost:
 
     def __init__(self, learner: OffPolicyLearner, replay: ReplayBuffer, *, name: str,
                  num_actors: int, replay_handle: dict | None = None, max_steps: int = 0,
-                 updates_per_round: int = UPDATES_PER_ROUND):
+                 updates_per_round: int = UPDATES_PER_ROUND,
+                 auxiliary: Sequence[AuxiliaryUpdate] = ()):
         self.learner = learner
+        self.auxiliary = list(auxiliary)
+        """Updates run once after each gradient update (SAC's behavioral cloning, as ML-Agents
+        runs ``bc_module.update()`` once per SAC update step); checkpointed under their names."""
         self.cfg: ReplayConfig = learner.cfg
         self.replay = replay
         self.name = name
@@ -101,11 +108,14 @@ class OffPolicyHost:
         carry none: their actors wrote them already); returns the lag in versions."""
         self.agent_steps += segment.agent_steps
         if segment.trajectories:
-            batch = trajectories_to_transitions(segment.trajectories, self.replay.mask_dim,
-                                                self.cfg.interrupted_next_obs)
+            replay = self.replay
+            batch = trajectories_to_transitions(segment.trajectories, replay.mask_dim,
+                                                self.cfg.interrupted_next_obs,
+                                                replay.sequence_length, replay.memory_dim)
             priorities = carried_priorities(segment.trajectories) if self.cfg.prioritized else None
-            self.replay.add(batch, priorities)
-            self.learner.observe(batch.obs)
+            replay.add(batch, priorities)
+            real = batch.obs if batch.loss_mask is None else batch.obs[batch.loss_mask > 0]
+            self.learner.observe(real)
         elif segment.agent_steps:  # a receipt: its actor wrote the rows into the shared replay
             self.learner.observe(self.replay.newest_obs(segment.agent_steps))
         then = self._updates_at.get(segment.policy_version)
@@ -162,10 +172,13 @@ class OffPolicyHost:
                     replay.update_priorities(sample.indices, td_errors)
                 else:
                     step, _ = learner.update(replay.sample(cfg.batch_size))
+                for aux in self.auxiliary:
+                    step = {**step, **aux.update()}
                 for key, value in step.items():
                     sums[key] = sums.get(key, 0.0) + value
                 done += 1
         metrics = {key: value / done for key, value in sums.items()}
+        metrics.update(self._train_reward_signals())
         learning_steps = max(0, self.agent_steps - cfg.warmup_steps)
         metrics.update({
             "Policy/Updates": float(self.updates),
@@ -176,13 +189,29 @@ class OffPolicyHost:
         })
         return metrics
 
+    def _train_reward_signals(self) -> dict[str, float]:
+        """The learner's learned reward signals (if it has any), on minibatches of their own at
+        their own rate (SAC: ``reward_signal_steps_per_update``, after the policy updates, as
+        ML-Agents' ``_update_reward_signals``); their mean metrics."""
+        owed = getattr(self.learner, "reward_signal_updates_owed", None)
+        if owed is None or len(self.replay) < self.cfg.min_replay_rows():
+            return {}
+        sums: dict[str, float] = {}
+        count = owed()
+        for _ in range(count):
+            for key, value in self.learner.update_reward_signals(
+                    self.replay.sample(self.cfg.batch_size)).items():
+                sums[key] = sums.get(key, 0.0) + value
+        return {key: value / count for key, value in sums.items()}
+
     # -- checkpoints ----------------------------------------------------------------------------
     def state_dict(self) -> dict:
         """Learner, counters and (``save_replay_buffer``) the replay buffer's filled rows."""
         return {self.name: self.learner.state_dict(), "version": self.version,
                 "updates": self.updates, "updates_offset": self._updates_offset,
                 "agent_steps": self.agent_steps,
-                "replay": replay_state(self.replay) if self.cfg.save_replay_buffer else None}
+                "replay": replay_state(self.replay) if self.cfg.save_replay_buffer else None,
+                "auxiliary": {a.name: a.state_dict() for a in self.auxiliary}}
 
     def load_state_dict(self, state: dict) -> None:
         self.learner.load_state_dict(state[self.name])
@@ -190,6 +219,10 @@ class OffPolicyHost:
         self.agent_steps = int(state["agent_steps"])
         self._updates_offset = int(state.get("updates_offset", 0))
         self._updates_at = {self.version: self.updates}
+        saved = state.get("auxiliary") or {}
+        for aux in self.auxiliary:
+            if aux.name in saved:
+                aux.load_state_dict(saved[aux.name])
         if state["replay"] is None:
             logger.warning("the checkpoint holds no replay buffer (save_replay_buffer: false): "
                            "training resumes on an empty one (warm-up is not repeated)")

@@ -48,6 +48,7 @@ from unity_rl.algorithms.ppo.losses import (clipped_surrogate_loss, decayed, mas
 from unity_rl.algorithms.ppo.model import (DEFAULT_ARCH, ActionSpecLike, ActorCritic,
                                            DeterministicActor, check_obs_shapes, load_normalizer,
                                            normalizer_state)
+from unity_rl.algorithms.reward_signals.base import SignalBatch
 from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
 from unity_rl.algorithms.reward_signals.registry import make_reward_signals
 from unity_rl.experience import Trajectory
@@ -175,8 +176,12 @@ class POCALearner:
     # -- the algorithm --------------------------------------------------------------------------
 
     def update(self, trajectories: list[Trajectory],
-               collected_steps: int | None = None) -> dict[str, float]:
-        """One POCA update on these trajectories (``collected_steps``: the schedules' step)."""
+               collected_steps: int | None = None,
+               episode_length: float | None = None) -> dict[str, float]:
+        """One POCA update on these trajectories (``collected_steps``: the schedules' step).
+        ``episode_length`` (what PPO's host passes for learned reward signals' metrics) is
+        accepted and unused: POCA trains with extrinsic rewards only."""
+        del episode_length
         return self.optimise(self.prepare(trajectories), collected_steps)
 
     def prepare(self, trajectories: list[Trajectory]) -> POCABatch:
@@ -308,7 +313,8 @@ class POCALearner:
     # -- helpers --------------------------------------------------------------------------------
 
     def _rewards(self, signal, traj: Trajectory) -> np.ndarray:
-        r = np.asarray(signal.rewards(traj), np.float32)
+        r = np.asarray(signal.rewards(SignalBatch.from_trajectory(traj, self.model.continuous_size)),
+                       np.float32)
         if signal.name == "extrinsic":  # ML-Agents' add_groupmate_rewards, and group_reward
             extras = traj.extras
             for extra in (extras.groupmate_rewards, extras.group_rewards):

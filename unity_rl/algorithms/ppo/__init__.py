@@ -16,6 +16,7 @@ SPEC = TrainerTypeSpec(
     algorithm="unity_rl.algorithms.ppo.host:PPOAlgorithm",
     policy_loader="unity_rl.algorithms.ppo.export:load_policy_module",
     default_segment_steps=default_segment_steps,
+    behavioral_cloning=True,
     off_values=OFF_VALUES,
     fill_defaults=fill_defaults,
 )

@@ -14,10 +14,11 @@ The host keeps a rollout buffer in front of the pure ``PPOLearner``:
   ``_is_ready_update`` counts its padded update buffer; the actors fill their segments in the
   same padded rows (``BehaviorPlan.sequence_length``), so that an update comes every
   ``buffer_size`` padded rows, not every ``buffer_size`` steps;
-- ``train(sync)``: one PPO update on the whole buffer, then each auxiliary update
-  (``unity_rl.algorithms.auxiliary.AuxiliaryUpdate``: the learner's reward signals that train,
-  then the host's own, e.g. behavioral cloning later) on the same buffer, their metrics merged
-  into the update's; then the version moves on. The learner gets the agent-steps *collected* so
+- ``train(sync)``: one PPO update on the whole buffer (the learned reward signals train inside
+  it, once per minibatch, as ML-Agents), then each auxiliary update of the host
+  (``unity_rl.algorithms.auxiliary.AuxiliaryUpdate``: behavioral cloning, ``ppo/imitation.py``,
+  which ML-Agents runs once after the PPO epochs) on the same buffer, their metrics merged into the update's;
+  then the version moves on. The learner gets the agent-steps *collected* so
   far (every segment given to ``accept``, kept or dropped, this buffer included), which drive its
   schedules as ML-Agents' trainer step.
 
@@ -48,7 +49,7 @@ class PPOHost:
         self.sequence_length = int(getattr(learner, "sequence_length", 1))
         """Rows a trajectory is padded to a multiple of in the buffer (1: no memory)."""
         self.auxiliary = list(auxiliary)
-        """The host's own auxiliary updates (checkpointed here), run after the learner's signals'."""
+        """The host's own auxiliary updates (checkpointed here), run after each PPO update."""
         names = [a.name for a in self.auxiliary]
         if len(set(names)) != len(names):
             raise ValueError(f"auxiliary update names must be unique, got {names}")
@@ -59,11 +60,14 @@ class PPOHost:
         self._buffer: list[Trajectory] = []
         self._buffered_steps = 0
         self._dropped = 0
+        self._episode_lengths: list[int] = []
+        """Lengths of the episodes that ended since the last update (``Policy/<Signal> Reward``)."""
         self.collected_steps = learner.agent_steps_collected
         """Agent-steps of every accepted segment so far (the schedules' step)."""
 
     def accept(self, segment: Segment) -> int | None:
         self.collected_steps += segment.agent_steps  # dropped or not, the builds played them
+        self._episode_lengths.extend(segment.episode_lengths or ())
         lag = self.version - segment.policy_version
         if self.drop_lag is not None and lag > self.drop_lag:
             self._dropped += 1
@@ -83,19 +87,16 @@ class PPOHost:
         trajectories, self._buffer, self._buffered_steps = self._buffer, [], 0
         metrics: dict[str, float] = {}
         if trajectories:
-            metrics.update(self.learner.update(trajectories, collected_steps=self.collected_steps))
-            for aux in self.auxiliary_updates():
+            lengths, self._episode_lengths = self._episode_lengths, []
+            metrics.update(self.learner.update(
+                trajectories, collected_steps=self.collected_steps,
+                episode_length=float(sum(lengths) / len(lengths)) if lengths else 0.0))
+            for aux in self.auxiliary:
                 metrics.update(aux.update(trajectories))
         metrics["Policy/Dropped Segments"] = float(self._dropped)
         self._dropped = 0
         self.version += 1
         return metrics
-
-    def auxiliary_updates(self) -> list:
-        """What runs after each PPO update, in order: the learner's reward signals that train
-        (those with an ``update``), then the host's own auxiliary updates."""
-        signals = getattr(self.learner, "reward_signals", ())  # a stand-in learner may have none
-        return [s for s in signals if s.update is not None] + self.auxiliary
 
     def weights(self) -> dict:
         return self.learner.weights()
@@ -153,5 +154,12 @@ class PPOAlgorithm(Algorithm):
                              cfg.network_settings, device=ctx.device, seed=ctx.seed,
                              reward_signals=cfg.reward_signals,
                              goal_indices=info.goal_indices)
-        return PPOHost(learner, buffer_steps=cfg.hyperparameters.buffer_size,
+        host = PPOHost(learner, buffer_steps=cfg.hyperparameters.buffer_size,
                        drop_lag=ctx.max_policy_lag if ctx.mode == "async" else None)
+        if cfg.behavioral_cloning is not None:  # once after each PPO update, as ML-Agents
+            from unity_rl.algorithms.ppo.imitation import make_behavioral_cloning
+
+            host.auxiliary.append(make_behavioral_cloning(
+                cfg.behavioral_cloning, learner, lambda: host.collected_steps, seed=ctx.seed,
+                pairing=self.run_cfg.unity_rl.demo_pairing, behavior=self.section))
+        return host

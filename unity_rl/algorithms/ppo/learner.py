@@ -32,10 +32,12 @@ docs/ppo.md), each choice read in its source (``mlagents/trainers/...``):
   ``obs`` and ``last_obs`` computed with the current critic before GAE (ML-Agents'
   ``_process_trajectory`` calls ``get_trajectory_value_estimates`` with the critic of the moment,
   which is the pre-update critic of this buffer);
-- per signal k: rewards r_k = provider.rewards(trajectory) · strength_k, GAE with that signal's
-  γ_k; the policy's advantage is the **mean** of the signals' advantages and each head regresses
-  on its own returns (``ppo/trainer.py`` ``_process_trajectory``); the value loss is the mean over
-  heads (``trust_region_value_loss``);
+- per signal k: rewards r_k = provider.rewards(trajectory's rows) · strength_k, GAE with that
+  signal's γ_k; the policy's advantage is the **mean** of the signals' advantages and each head
+  regresses on its own returns (``ppo/trainer.py`` ``_process_trajectory``); the value loss is the
+  mean over heads (``trust_region_value_loss``); learned signals (curiosity, RND) take one step
+  of their own optimiser on each minibatch right after its PPO step (``update_reward_signals``;
+  ``reward_signals/base.py``);
 - advantages normalised once over the whole buffer (``on_policy_trainer._update_policy``), then
   ``num_epoch`` passes of ``len // batch_size`` minibatches of exactly ``batch_size`` rows, the
   remainder dropped (``buffer.make_mini_batch``);
@@ -66,7 +68,7 @@ Memory (``network_settings.memory``; ML-Agents 1.1.0, ``../shared/mlagents_learn
   quirk §10.10; it changes the scale of the advantages a little, weight for weight as ML-Agents).
 There are no project-only variants (docs/ppo.md says which were removed and why).
 
-Size (about 500 lines): ``prepare`` (values, GAE, sequences) and ``optimise`` (the epochs) are the
+Size (about 560 lines): ``prepare`` (values, GAE, sequences) and ``optimise`` (the epochs) are the
 one update, kept beside the state they share (normaliser, critic-memory carry, schedules); the
 memory half (``_values_by_sequence``, ``_sequence_batch``) is the next thing to move out, to
 ``algorithms/sequences.py``, once SAC needs sequences too.
@@ -94,6 +96,7 @@ from unity_rl.algorithms.ppo.model import (DEFAULT_ARCH, LEGACY_ARCH, ActionSpec
                                       DeterministicActor, check_obs_shapes, load_normalizer,
                                       normalizer_state)
 from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
+from unity_rl.algorithms.reward_signals.base import SignalBatch
 from unity_rl.algorithms.reward_signals.registry import make_reward_signals
 from unity_rl.experience import Trajectory
 
@@ -133,6 +136,11 @@ class PPOBatch(NamedTuple):
     """[N / L, memory_size]: the critic memory each sequence starts from (None: no memory)."""
     sequence_length: int = 1
     """L: rows per sequence (1 without memory)."""
+    signal_batch: SignalBatch | None = None
+    """The same rows as the reward signals read them (raw obs, next obs, actions, dones; padded
+    like ``obs`` with memory): each learned signal's update takes the minibatch's rows."""
+    reward_metrics: dict | None = None
+    """``Policy/<Signal> Reward`` of this buffer (``_reward_metrics``)."""
 
 
 class PPOLearner:
@@ -157,13 +165,17 @@ class PPOLearner:
         self.obs_shapes = self.layout.obs_shapes
         self.obs_dim = self.layout.obs_dim
         self.device = torch.device(device)
-        self.reward_signals = make_reward_signals(reward_signals, self.obs_shapes, action_spec)
-        """One provider per reward signal, in value-head order."""
         with seeded_init(seed):  # seed-reproducible init without touching torch's global RNG
             self.model = ActorCritic(self.obs_shapes, action_spec, network_cfg,
-                                     value_heads=[s.name for s in self.reward_signals],
+                                     value_heads=[c.name for c in reward_signals],
                                      goal_indices=goal_indices,
                                      shared_critic=ppo_cfg.shared_critic).to(self.device)
+        with seeded_init(None if seed is None else seed + 1):  # the policy's init unchanged
+            self.reward_signals = make_reward_signals(reward_signals, self.obs_shapes,
+                                                      action_spec, device)
+        """One provider per reward signal, in value-head order; the learned ones train inside
+        ``optimise`` (``reward_signals/base.py``)."""
+        self.continuous_size = int(getattr(action_spec, "continuous_size", 0))
         # One Adam over every parameter: actor and critic, or (shared_critic) the actor with its
         # value heads, ML-Agents' SharedActorCritic (ppo/optimizer_torch.py).
         # fused: one kernel per step (CPU and CUDA), the same Adam (the reference test holds)
@@ -266,15 +278,18 @@ class PPOLearner:
         return self.layout.normalize(self.normalizer, obs)
 
     def update(self, trajectories: list[Trajectory],
-               collected_steps: int | None = None) -> dict[str, float]:
+               collected_steps: int | None = None,
+               episode_length: float | None = None) -> dict[str, float]:
         """One PPO update on these trajectories (any lengths).
 
         ``collected_steps``: agent-steps collected so far, these included (what drives the
-        schedules); None counts the steps given here.
+        schedules); None counts the steps given here. ``episode_length``: the mean length of
+        the episodes that ended while this buffer was collected (``Policy/<Signal> Reward``).
         """
-        return self.optimise(self.prepare(trajectories), collected_steps)
+        return self.optimise(self.prepare(trajectories, episode_length), collected_steps)
 
-    def prepare(self, trajectories: list[Trajectory]) -> PPOBatch:
+    def prepare(self, trajectories: list[Trajectory],
+                episode_length: float | None = None) -> PPOBatch:
         """Steps 1-4 of an update: what reaches the optimisation (normalised observations, value
         estimates, advantages, returns, the behaviour's actions and log-probs)."""
         cfg = self.cfg
@@ -307,13 +322,18 @@ class PPOLearner:
         # 3. Per trajectory and reward signal k: r_k · strength_k, GAE(γ_k, λ), bootstrapped from
         #    V_k(s_T) unless the episode terminated (and the signal does not ignore_done). The
         #    policy's advantage is the mean over signals; head k regresses on its own returns.
+        #    Each signal evaluates each trajectory as ML-Agents' _process_trajectory does.
         advantages, returns = [], []
         starts = np.cumsum([0] + lengths)
+        signal_rows = [SignalBatch.from_trajectory(t, self.continuous_size) for t in trajectories]
+        reward_sums = np.zeros(len(self.reward_signals))
         for i, traj in enumerate(trajectories):
             rows = slice(starts[i], starts[i + 1])
             adv_k, ret_k = [], []
             for k, signal in enumerate(self.reward_signals):
-                adv, ret = compute_gae(signal.rewards(traj) * signal.strength, values[rows, k],
+                rewards_k = signal.rewards(signal_rows[i]) * signal.strength
+                reward_sums[k] += float(np.sum(rewards_k))
+                adv, ret = compute_gae(rewards_k, values[rows, k],
                                        float(last_values[i, k]),
                                        bool(traj.terminated) and not signal.ignore_done,
                                        signal.gamma, cfg.gae_lambda)
@@ -321,9 +341,14 @@ class PPOLearner:
                 ret_k.append(ret)
             advantages.append(np.mean(np.array(adv_k, dtype=np.float32), axis=0))
             returns.append(np.stack(ret_k, axis=1))
+        reward_metrics = self._reward_metrics(reward_sums, b_size, trajectories, episode_length)
         if self.model.memory_size:
+            L = self.sequence_length
+            signal_batch = SignalBatch.concatenate([SignalBatch(*(pad_sequences(f, L) for f in b))
+                                                    for b in signal_rows])
             return self._sequence_batch(trajectories, b_obs, values, advantages, returns,
-                                        critic_starts)
+                                        critic_starts)._replace(signal_batch=signal_batch,
+                                                                reward_metrics=reward_metrics)
         b_advantages_np = np.concatenate(advantages)
 
         # 4. Advantages normalised once over the buffer (ML-Agents' _update_policy).
@@ -334,7 +359,26 @@ class PPOLearner:
         b_returns = self._tensor(np.concatenate(returns), torch.float32)   # [N, K]
         b_actions, b_logprobs, b_masks = self._behaviour(trajectories)
         return PPOBatch(obs=b_obs, actions=b_actions, logprobs=b_logprobs, masks=b_masks,
-                        values=values, advantages=b_advantages, returns=b_returns)
+                        values=values, advantages=b_advantages, returns=b_returns,
+                        signal_batch=SignalBatch.concatenate(signal_rows),
+                        reward_metrics=reward_metrics)
+
+    def _reward_metrics(self, reward_sums: np.ndarray, steps: int,
+                        trajectories: list[Trajectory], episode_length: float | None
+                        ) -> dict[str, float]:
+        """``Policy/<Signal> Reward``: each signal's strength-scaled reward per episode (ML-Agents
+        sums each agent's episode and reports the sum at its end). Estimated as the buffer's
+        mean reward per step times ``episode_length`` (the mean length of the episodes that
+        ended meanwhile; None: the buffer's steps per episode end). Absent when no episode
+        ended (``episode_length`` 0)."""
+        if episode_length is None:
+            ends = sum(bool(t.terminated) or bool(t.interrupted) for t in trajectories)
+            episode_length = steps / ends if ends else None
+        if not episode_length:
+            return {}
+        return {f"Policy/{signal.name.capitalize()} Reward":
+                float(reward_sums[k] / steps * episode_length)
+                for k, signal in enumerate(self.reward_signals)}
 
     def _behaviour(self, trajectories: list[Trajectory], sequence_length: int = 1
                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
@@ -446,6 +490,8 @@ class PPOLearner:
 
         # 6. Optimise the clipped surrogate, value loss and entropy bonus over minibatch epochs.
         stats: dict[str, list[float]] = {"pg": [], "v": [], "ent": [], "kl": [], "clipfrac": []}
+        learned = [signal for signal in self.reward_signals if signal.update is not None]
+        signal_stats: dict[str, list[float]] = {}
         self.model.train()
         # Minibatches of whole sequences with memory: batch_size rounded down to a multiple of L
         # (at least L), as ML-Agents' _update_policy; without memory, L = 1 and rows.
@@ -488,6 +534,12 @@ class PPOLearner:
                 loss.backward()
                 self.optimizer.step()
 
+                # The learned reward signals train on the same minibatch, once each (ML-Agents'
+                # update_reward_signals(minibatch) after each PPO step).
+                for signal in learned:
+                    for tag, value in signal.update(batch.signal_batch.rows(mb_inds_np)).items():
+                        signal_stats.setdefault(tag, []).append(float(value))
+
                 stats["pg"].append(pg_loss.item())
                 stats["v"].append(v_loss.item())
                 stats["ent"].append(entropy_loss.item())
@@ -509,4 +561,6 @@ class PPOLearner:
         }
         for k, signal in enumerate(self.reward_signals):  # ML-Agents' tag per stream
             metrics[f"Policy/{signal.name.capitalize()} Value Estimate"] = float(values[:, k].mean())
+        metrics.update({tag: float(np.mean(v)) for tag, v in signal_stats.items()})
+        metrics.update(batch.reward_metrics or {})
         return metrics

@@ -46,7 +46,7 @@ from unity_rl.algorithms.conditioning import ConditionalEncoder, ConditionalMLP
 from unity_rl.algorithms.encoders import (FoldedNormalizer, ObservationEncoder, ObsShapesLike, Swish,
                                      concat_inputs)
 from unity_rl.algorithms.network_config import NetworkConfig
-from unity_rl.algorithms.nets import layer_init, mlagents_init, mlp
+from unity_rl.algorithms.nets import layer_init, lstm_layer, mlagents_init, mlp, run_lstm
 from unity_rl.algorithms.normalizer import RunningNormalizer
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"swish": Swish, "tanh": nn.Tanh}
@@ -98,39 +98,6 @@ def value_head(hidden: int, init: str) -> nn.Linear:
     orthogonal gain 1 (``weight_init: orthogonal`` weights saved by earlier versions)."""
     linear = nn.Linear(hidden, 1)
     return layer_init(linear, std=1.0) if init == "orthogonal" else mlagents_init(linear, xavier_uniform=True)
-
-
-def lstm_layer(input_size: int, hidden_size: int, forget_bias: float = 1.0) -> nn.LSTM:
-    """ML-Agents' ``lstm_layer`` (``torch_entities/layers.py``): one batch-first LSTM layer, each
-    of the four gate blocks of every weight Xavier-uniform, biases zero, then ``forget_bias``
-    added to the forget-gate block (gate 1) of both bias vectors."""
-    lstm = nn.LSTM(input_size, hidden_size, 1, batch_first=True)
-    for name, param in lstm.named_parameters():
-        block = param.shape[0] // 4
-        for idx in range(4):
-            part = param.data[idx * block:(idx + 1) * block]
-            if "weight" in name:
-                nn.init.xavier_uniform_(part)
-            else:
-                part.zero_()
-                if idx == 1:
-                    part.add_(forget_bias)
-    return lstm
-
-
-def run_lstm(lstm: nn.LSTM, hidden: torch.Tensor, memory: torch.Tensor | None,
-             sequence_length: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``hidden`` [n·L, h] (n sequences of L rows, one after the other) through ``lstm`` from
-    ``memory`` [n, 2·half] ([h | c] per sequence; None: zeros): (outputs [n·L, half], memories
-    after each sequence [n, 2·half]) — ML-Agents' ``NetworkBody.forward`` and ``LSTM.forward``."""
-    half = lstm.hidden_size
-    seq = hidden.reshape(-1, sequence_length, hidden.shape[-1])
-    if memory is None:
-        memory = hidden.new_zeros(seq.shape[0], 2 * half)
-    h0 = memory[:, :half].unsqueeze(0).contiguous()
-    c0 = memory[:, half:].unsqueeze(0).contiguous()
-    out, (h_n, c_n) = lstm(seq, (h0, c0))
-    return out.reshape(-1, half), torch.cat([h_n[0], c_n[0]], dim=-1)
 
 
 def actor_hidden(encoder: ObservationEncoder, head: nn.Module, x: torch.Tensor) -> torch.Tensor:

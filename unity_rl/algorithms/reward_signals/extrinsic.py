@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from unity_rl.algorithms.reward_signals.base import RewardSignal
-from unity_rl.experience import Trajectory
+from unity_rl.algorithms.reward_signals.base import RewardSignal, SignalBatch
 
 
 class ExtrinsicReward(RewardSignal):
     """r_t = the environment's reward after action t. Nothing to learn; V after a real end is 0."""
 
-    def rewards(self, trajectory: Trajectory) -> np.ndarray:
-        return np.asarray(trajectory.rewards, np.float32)
+    def rewards(self, batch: SignalBatch) -> np.ndarray:
+        return np.asarray(batch.env_rewards, np.float32)
 
 
 PROVIDER = ExtrinsicReward

@@ -1,7 +1,9 @@
 """The one reward-signal registry: ``reward_signals`` key -> module that exports ``PROVIDER``.
 
 Adding a signal is its module in this folder (a ``RewardSignal`` subclass exported as
-``PROVIDER``) plus one line here. Importing this module imports no torch.
+``PROVIDER``; a learned one derives from ``learned.LearnedRewardSignal``) plus one line here,
+and, if it has YAML keys of its own, its settings class in ``config.py`` (``SIGNAL_SETTINGS``).
+Importing this module imports no torch.
 """
 from __future__ import annotations
 
@@ -9,6 +11,9 @@ from unity_rl.algorithms.spec import registered_module
 
 REWARD_SIGNALS: dict[str, str] = {
     "extrinsic": "unity_rl.algorithms.reward_signals.extrinsic",
+    "curiosity": "unity_rl.algorithms.reward_signals.curiosity",
+    "rnd": "unity_rl.algorithms.reward_signals.rnd",
+    "gail": "unity_rl.algorithms.reward_signals.gail",
 }
 """Signal name -> module whose ``PROVIDER`` is its ``RewardSignal`` class (imported on first use)."""
 
@@ -27,6 +32,7 @@ def provider_class(name: str) -> type:
     return registered_module(REWARD_SIGNALS, name, "reward signal").PROVIDER
 
 
-def make_reward_signals(configs, obs_shapes, action_spec) -> list:
-    """One provider per ``RewardSignalConfig``, in the configs' order (the value heads' order)."""
-    return [provider_class(c.name)(c, obs_shapes, action_spec) for c in configs]
+def make_reward_signals(configs, obs_shapes, action_spec, device: str = "cpu") -> list:
+    """One provider per ``RewardSignalConfig``, in the configs' order (the value heads' order),
+    its modules on ``device`` (the learner's)."""
+    return [provider_class(c.name)(c, obs_shapes, action_spec, device) for c in configs]

@@ -1,6 +1,8 @@
 """``trainer_type: sac`` — Soft Actor-Critic as mlagents-learn 1.1.0 runs it (every key with its
 meaning), on the off-policy seam: sync or async actors, local or Ray, the replay shared by the
-actors in async local runs.
+actors in async local runs; with ``network_settings.memory`` an LSTM in every network, memories
+carried per agent by the actors and minibatches of whole sequences from the replay
+(docs/sac.md, "Memory").
 
 Files: ``config.py`` (SACConfig, YAML keys, quirk fixes; torch-free), ``nets.py`` (π, V, Q as
 ML-Agents builds them), ``learner.py`` (SACLearner: ML-Agents' update), ``acting.py`` (the
@@ -17,6 +19,7 @@ SPEC = TrainerTypeSpec(
     algorithm="unity_rl.algorithms.sac.host:SACAlgorithm",
     policy_loader="unity_rl.algorithms.sac.export:load_policy_module",
     default_segment_steps=default_segment_steps,
+    behavioral_cloning=True,
     from_elsewhere=("max_steps",),
     quirk_fixes=QUIRK_FIXES,
 )

@@ -7,6 +7,15 @@ No random warm-up: during ``buffer_init_steps`` the policy itself acts, as in ML
 (ML-Agents' ``clip_action = not tanh_squash``). Action rows follow ``Trajectory.actions``:
 continuous [n, C] float32, discrete [n, B] int64, hybrid [n, C + B] float32.
 
+Memory (``network_cfg.memory``): one actor memory [h | c] per agent key, zeros for an agent not
+seen yet, replaced by the LSTM's output at every ``act``, dropped when the agent's episode ends
+(terminal or interrupted: ML-Agents' ``remove_memories``); ``step_extras`` stores the memory each
+row acted from with its step. ``prepare_trajectories`` adds each trajectory's critic memories,
+computed as ML-Agents' ``_evaluate_by_sequence`` with the critic V shipped with the weights:
+sequence by sequence, the first from the memory the previous trajectory left (ML-Agents keeps that
+carry under one key for all agents; here one per actor), reset after a trajectory whose episode
+ended. A re-created actor starts every agent (and the carry) from zeros.
+
 Imported inside every actor process: numpy, torch, the SAC networks, never the learner.
 """
 from __future__ import annotations
@@ -19,10 +28,11 @@ import torch
 
 from unity_rl.algorithms.encoders import ObservationLayout
 from unity_rl.algorithms.network_config import NetworkConfig
-from unity_rl.algorithms.nets import seeded_init
+from unity_rl.algorithms.nets import run_lstm, seeded_init
 from unity_rl.algorithms.offpolicy.acting import OffPolicyActingPolicy
 from unity_rl.algorithms.sac.config import SACConfig
-from unity_rl.algorithms.sac.nets import SACActor
+from unity_rl.algorithms.sac.nets import Body, SACActor
+from unity_rl.experience import Trajectory
 from unity_rl.runtime.acting import AgentKeys
 
 
@@ -38,10 +48,20 @@ class SACActingPolicy(OffPolicyActingPolicy):
                                                         or ()))
         self.mask_size = sum(self.discrete_branches)
         self.goal_indices = tuple(int(i) for i in goal_indices)
+        self.memory_size = network_cfg.memory_size
+        self.sequence_length = network_cfg.sequence_length
         with seeded_init(seed):  # weights arrive later
             self.actor = SACActor(self.layout.obs_shapes, self.continuous_size,
                                   self.discrete_branches, network_cfg,
                                   goal_indices=self.goal_indices).eval()
+            # V's body (encoder, layers, LSTM): the critic memories of the trajectories
+            self.critic_body = (Body(self.layout.obs_shapes, network_cfg, 0, self.goal_indices).eval()
+                                if self.memory_size else None)
+        self.memories: dict = {}
+        """Agent key -> the actor memory [memory_size] float32 its next action starts from."""
+        self._step_memories: np.ndarray | None = None
+        self.critic_memory: torch.Tensor | None = None
+        """The critic memory the last trajectory left ([1, memory_size]; None: zeros)."""
         self.normalizer = self.layout.make_normalizer(network_cfg.normalize)
         self.generator = torch.Generator().manual_seed(int(seed))
         self.rng = np.random.default_rng(seed)
@@ -53,6 +73,11 @@ class SACActingPolicy(OffPolicyActingPolicy):
             raise ValueError(f"these weights are for goal observations {goals}, this policy was "
                              f"built for {self.goal_indices}")
         self.actor.load_state_dict(weights["policy"])
+        if self.critic_body is not None:
+            if weights.get("critic") is None:
+                raise ValueError("a memory policy's weights need the critic (its memories)")
+            self.critic_body.load_state_dict({k[len("body."):]: v for k, v in weights["critic"].items()
+                                              if k.startswith("body.")})
         if self.normalizer is not None:
             self.normalizer.load_state_dict(weights["normalizer"])
         self.version = int(weights["version"])
@@ -62,7 +87,15 @@ class SACActingPolicy(OffPolicyActingPolicy):
                        action_mask: np.ndarray | None = None) -> np.ndarray:
         x = torch.as_tensor(self.layout.normalize(self.normalizer, obs))
         masks = None if action_mask is None else torch.as_tensor(np.asarray(action_mask, bool))
-        gaussian, categorical = self.actor(x, masks)
+        memory = None
+        if self.memory_size:
+            memory = self._memories_of(agent_keys, len(x))
+            self._step_memories = memory
+            memory = torch.from_numpy(memory)
+        gaussian, categorical, memory_out = self.actor.run(x, masks, memory)
+        if memory_out is not None and agent_keys is not None:
+            for key, row in zip(agent_keys, memory_out.numpy()):
+                self.memories[key] = row
         parts = []
         if gaussian is not None:
             continuous = (torch.tanh(gaussian.mean) if deterministic
@@ -72,6 +105,58 @@ class SACActingPolicy(OffPolicyActingPolicy):
             discrete = categorical.mode() if deterministic else categorical.sample(self.generator)
             parts.append(discrete.numpy().astype(np.int64))
         return self._join(parts)
+
+    # -- memory ------------------------------------------------------------------------------
+    def _memories_of(self, agent_keys: AgentKeys | None, n: int) -> np.ndarray:
+        """[n, memory_size]: each row's agent memory (zeros for new agents or without keys)."""
+        memory = np.zeros((n, self.memory_size), np.float32)
+        if agent_keys is not None:
+            if len(agent_keys) != n:
+                raise ValueError(f"{len(agent_keys)} agent keys for {n} observation rows")
+            for i, key in enumerate(agent_keys):
+                stored = self.memories.get(key)
+                if stored is not None:
+                    memory[i] = stored
+        return memory
+
+    def step_extras(self) -> dict[str, np.ndarray]:
+        """With memory: ``{"memories": [n, memory_size]}``, the memory each row of the last
+        ``act`` started from (ML-Agents' stored ``memory``); without: nothing."""
+        if not self.memory_size or self._step_memories is None:
+            return {}
+        return {"memories": self._step_memories}
+
+    def episodes_ended(self, agent_keys: AgentKeys) -> None:
+        """Forgets these agents' memories: their next episode starts from zeros."""
+        for key in agent_keys:
+            self.memories.pop(key, None)
+
+    @torch.no_grad()
+    def prepare_trajectories(self, trajectories: list[Trajectory]) -> list[Trajectory]:
+        """With memory: every trajectory with ``extras.critic_memories`` (module doc)."""
+        if not self.memory_size:
+            return trajectories
+        return [t._replace(extras=t.extras._replace(critic_memories=self._critic_memories(t)))
+                for t in trajectories]
+
+    def _critic_memories(self, t: Trajectory) -> np.ndarray:
+        """[T, memory_size]: the critic memory each step's sequence starts from (ML-Agents'
+        ``_evaluate_by_sequence``: whole sequences of L, then the leftover)."""
+        L, body = self.sequence_length, self.critic_body
+        x = torch.as_tensor(self.layout.normalize(self.normalizer, np.asarray(t.obs, np.float32)))
+        encoding, goal = body.encoder.encode(x)
+        hidden = body.layers(encoding, goal) if body.conditioned else body.layers(encoding)
+        memory = self.critic_memory
+        if memory is None:
+            memory = hidden.new_zeros(1, self.memory_size)
+        out = np.empty((len(x), self.memory_size), np.float32)
+        for start in range(0, len(x), L):
+            chunk = hidden[start:start + L]
+            out[start:start + len(chunk)] = memory.numpy()
+            memory = run_lstm(body.lstm, chunk, memory, len(chunk))[1]
+        ended = bool(t.terminated or getattr(t, "interrupted", False))
+        self.critic_memory = None if ended else memory
+        return out
 
     def random_actions(self, n: int) -> np.ndarray:
         parts = []

@@ -62,6 +62,10 @@ class SACConfig(ReplayConfig):
     hybrid_entropy_sign: Literal["mlagents", "fixed"] = "mlagents"
     """Hybrid actions: ML-Agents *adds* α·log π of the continuous part to the V target;
     'fixed' subtracts it (``unity_rl.fix_quirks: [sac_hybrid_entropy_sign]``)."""
+    padded_value_loss: Literal["mlagents", "masked"] = "mlagents"
+    """With memory: ML-Agents' Q1, Q2 and V losses average over the rows that pad sequences too
+    (its ``mse_loss`` is already a scalar when ``masked_mean`` sees it); 'masked' leaves them out,
+    as the policy and entropy losses do (``unity_rl.fix_quirks: [sac_padded_value_loss]``)."""
 
     def __post_init__(self) -> None:
         check = self.check
@@ -82,6 +86,8 @@ class SACConfig(ReplayConfig):
         check(self.hybrid_entropy_sign in ("mlagents", "fixed"), "hybrid_entropy_sign",
               "'mlagents' or 'fixed'")
         check(isinstance(self.deterministic_squash, bool), "deterministic_squash", "a bool")
+        check(self.padded_value_loss in ("mlagents", "masked"), "padded_value_loss",
+              "'mlagents' or 'masked'")
 
     def min_replay_rows(self) -> int:
         """ML-Agents' ``_is_ready_update``: the buffer holds at least ``batch_size`` rows."""
@@ -122,6 +128,7 @@ QUIRK_FIXES: dict[str, tuple[str, object]] = {
     "sac_interrupted_bootstrap": ("interrupted_next_obs", "final"),
     "sac_deterministic_squash": ("deterministic_squash", True),
     "sac_hybrid_entropy_sign": ("hybrid_entropy_sign", "fixed"),
+    "sac_padded_value_loss": ("padded_value_loss", "masked"),
 }
 """``unity_rl.fix_quirks`` entry -> (SACConfig field, its value): ML-Agents' SAC quirks
 (TRAINERS.md §10) that a run may fix; without the entry SAC does what ML-Agents does."""

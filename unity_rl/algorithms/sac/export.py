@@ -7,6 +7,11 @@ project exports is deterministic) and the most probable index of each discrete b
 ``deterministic_continuous_actions`` is μ(s) *un-squashed*, as ML-Agents 1.1.0 exports it
 (TRAINERS.md §10: it can leave [−1, 1]); with ``unity_rl.fix_quirks: [sac_deterministic_squash]``
 it is tanh(μ(s)) as well.
+
+With memory (``network_settings.memory``) the module takes ``recurrent_in`` [n, 1, memory_size]
+as its last input and returns ``recurrent_out`` [n, 1, memory_size] after its actions: the actor
+LSTM's state [h | c] before and after this step (ML-Agents' recurrent ONNX contract; Unity feeds
+``recurrent_out`` back as the agent's next ``recurrent_in``).
 """
 from __future__ import annotations
 
@@ -30,23 +35,31 @@ class SACExportModule(nn.Module):
         self.obs_dim = layout.obs_dim
         self.normalize = FoldedNormalizer(layout, normalizer)
         self.squash_deterministic = bool(squash_deterministic)
+        self.memory_size = actor.memory_size
+        """Size of ``recurrent_in`` / ``recurrent_out`` (0: no memory, no such tensors)."""
 
     def _distributions(self, inputs: tuple[torch.Tensor, ...]):
         flat, rest = concat_inputs(inputs, self.obs_dim)
+        memory = None
+        if self.memory_size:
+            if not rest:
+                raise ValueError("a memory policy needs recurrent_in [n, 1, memory_size]")
+            memory, rest = rest[-1].reshape(-1, self.memory_size), rest[:-1]
         masks = rest[0] if rest and self.actor.discrete_branches else None
-        return self.actor(self.normalize(flat), masks)
+        return self.actor.run(self.normalize(flat), masks, memory, 1)
 
     def forward(self, *inputs: torch.Tensor):
-        gaussian, categorical = self._distributions(inputs)
+        gaussian, categorical, memory_out = self._distributions(inputs)
         continuous = None if gaussian is None else torch.tanh(gaussian.mean)
         discrete = None if categorical is None else categorical.mode()
-        if continuous is not None and discrete is not None:
-            return continuous, discrete
-        return continuous if continuous is not None else discrete
+        actions = tuple(a for a in (continuous, discrete) if a is not None)
+        if memory_out is not None:
+            return (*actions, memory_out.unsqueeze(1))
+        return actions[0] if len(actions) == 1 else actions
 
     def deterministic_continuous_actions(self, *inputs: torch.Tensor) -> torch.Tensor:
         """ML-Agents' ``deterministic_continuous_actions``: μ(s) (tanh(μ) with the fix)."""
-        gaussian, _ = self._distributions(inputs)
+        gaussian = self._distributions(inputs)[0]
         return torch.tanh(gaussian.mean) if self.squash_deterministic else gaussian.mean
 
 

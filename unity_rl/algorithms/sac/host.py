@@ -31,6 +31,17 @@ class SACAlgorithm(OffPolicyAlgorithm):
                           cfg.network_settings, cfg.reward_signals, device=ctx.device,
                           seed=ctx.seed, goal_indices=info.goal_indices)
 
+    def make_host(self, info: BehaviorInfo, ctx: HostContext):
+        host = super().make_host(info, ctx)
+        cfg = self.behavior_cfg
+        if cfg.behavioral_cloning is not None:  # once per SAC update step, as ML-Agents
+            from unity_rl.algorithms.sac.imitation import make_behavioral_cloning
+
+            host.auxiliary.append(make_behavioral_cloning(
+                cfg.behavioral_cloning, host.learner, lambda: host.agent_steps, seed=ctx.seed,
+                pairing=self.run_cfg.unity_rl.demo_pairing, behavior=self.section))
+        return host
+
     def policy_factory(self):
         return functools.partial(sac_policy, network_cfg=self.behavior_cfg.network_settings,
                                  sac_cfg=self.behavior_cfg.hyperparameters)

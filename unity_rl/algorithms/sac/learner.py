@@ -20,6 +20,14 @@ branch with target entropy 0.2·ln(branch size); the continuous part has one α 
 ML-Agents' quirks are kept by default (``SACConfig``: its hybrid V-target sign); the fixes are
 ``unity_rl.fix_quirks`` entries (docs/sac.md).
 
+Memory (``network_settings.memory``; ML-Agents' ``update`` with ``policy.sequence_length`` L): the
+batch is ``batch_size // L`` whole sequences sampled from the replay; π runs each sequence from the
+actor memory stored with its first step (the rollout-time memory), V from the stored critic
+memory, Q1 and Q2 from zeros ("Q and V network memories are 0'ed out"), and V' over the next
+observations from the critic's memory after one step on each sequence's first observation. The
+policy and entropy losses leave the padded rows out; the Q and V losses, as ML-Agents', average
+over them too (``SACConfig.padded_value_loss``).
+
 Observations: flat rows, one normaliser (``observe`` folds new rows in as they arrive, as
 ML-Agents' ``_process_trajectory`` does; Q1, Q2, V and V' share it, as its ``copy_normalization``
 makes them). No process-wide torch state is set.
@@ -27,6 +35,7 @@ makes them). No process-wide torch state is set.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,6 +47,7 @@ from unity_rl.algorithms.encoders import ObservationLayout, ObsShapesLike
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.nets import seeded_init
 from unity_rl.algorithms.offpolicy.learner import UpdateResult
+from unity_rl.algorithms.reward_signals.base import SignalBatch
 from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
 from unity_rl.algorithms.reward_signals.registry import make_reward_signals
 from unity_rl.algorithms.sac.config import SACConfig
@@ -76,8 +86,7 @@ class SACLearner:
         self.continuous_size, self.discrete_branches = action_parts(action_spec)
         self.device = torch.device(device)
         self.goal_indices = tuple(int(i) for i in goal_indices)
-        self.reward_signals = make_reward_signals(reward_signals, self.obs_shapes, action_spec)
-        streams = [s.name for s in self.reward_signals]
+        streams = [c.name for c in reward_signals]
         c, branches = self.continuous_size, self.discrete_branches
         goals = {"goal_indices": self.goal_indices}
         with seeded_init(seed):
@@ -87,6 +96,13 @@ class SACLearner:
             self.q1 = ValueNetwork(*q_args, **goals).to(self.device)
             self.q2 = ValueNetwork(*q_args, **goals).to(self.device)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
+        with seeded_init(None if seed is None else seed + 1):  # the SAC networks' init unchanged
+            self.reward_signals = make_reward_signals(reward_signals, self.obs_shapes,
+                                                      action_spec, device)
+        """One provider per reward signal (one Q/V head each); the learned ones train in
+        ``update_reward_signals`` at ``reward_signal_steps_per_update``."""
+        self.reward_signal_updates = 0
+        """Reward-signal updates done (ML-Agents' ``reward_signal_update_steps`` − 1)."""
         log_init = float(np.log(cfg.init_entcoef))
         self.log_alpha_discrete = nn.Parameter(torch.full((len(branches),), log_init, device=self.device))
         self.log_alpha_continuous = nn.Parameter(torch.full((1,), log_init, device=self.device))
@@ -106,6 +122,10 @@ class SACLearner:
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(0 if seed is None else int(seed))
         """Draws the reparameterised action samples of the updates."""
+        self.memory_size = network.memory_size
+        """Size of every network's memory [h | c] (0: no memory)."""
+        self.sequence_length = network.sequence_length
+        """L: rows per training sequence (1 without memory)."""
         self.updates = 0
         """Gradient updates done; also the weights' version."""
         self.agent_steps = 0
@@ -127,34 +147,51 @@ class SACLearner:
         """One SAC update on a replay minibatch (``TransitionBatch``; PER weights unused)."""
         del importance_weights
         cfg, c = self.cfg, self.continuous_size
-        rewards = {s.name: self._tensor(s.strength * s.rewards(batch)) for s in self.reward_signals}
+        signal_batch = SignalBatch.from_transitions(batch, c)  # re-evaluated on every sample
+        rewards = {s.name: self._tensor(s.strength * s.rewards(signal_batch))
+                   for s in self.reward_signals}
         obs, next_obs = self._obs_tensor(batch.obs), self._obs_tensor(batch.next_obs)
         actions = self._tensor(batch.actions)
         masks = None if batch.action_masks is None else self._tensor(batch.action_masks)
         dones = self._tensor(batch.terminated)
+        # Memory: each sequence's first stored actor and critic memory; zeros for Q1 and Q2.
+        L = self.sequence_length
+        actor_memory = critic_memory = q_memory = loss_mask = None
+        if self.memory_size:
+            actor_memory = self._tensor(batch.memories[::L])
+            critic_memory = self._tensor(batch.critic_memories[::L])
+            q_memory = torch.zeros_like(critic_memory)
+            loss_mask = self._tensor(batch.loss_mask)
 
         # A fresh action ã ~ π(·|s) and its log-probabilities.
-        gaussian, categorical = self.policy(obs, masks)
+        gaussian, categorical = self.policy(obs, masks, actor_memory, L)
         sampled, cont_log_probs = (gaussian.rsample(self.generator) if gaussian is not None
                                    else (None, None))
-        values = {k: v.squeeze(-1) for k, v in self.critic(obs).items()}
-        q1p = {k: v.squeeze(-1) for k, v in self.q1(obs, sampled).items()}
+        values = {k: v.squeeze(-1) for k, v in self.critic(obs, None, critic_memory, L).items()}
+        q1p = {k: v.squeeze(-1) for k, v in self.q1(obs, sampled, q_memory, L).items()}
         with torch.no_grad():
-            q2p = {k: v.squeeze(-1) for k, v in self.q2(obs, sampled).items()}
+            q2p = {k: v.squeeze(-1) for k, v in self.q2(obs, sampled, q_memory, L).items()}
         cont_actions = actions[:, :c] if c else None
-        q1 = {k: v.squeeze(-1) for k, v in self.q1(obs, cont_actions).items()}
-        q2 = {k: v.squeeze(-1) for k, v in self.q2(obs, cont_actions).items()}
+        q1 = {k: v.squeeze(-1) for k, v in self.q1(obs, cont_actions, q_memory, L).items()}
+        q2 = {k: v.squeeze(-1) for k, v in self.q2(obs, cont_actions, q_memory, L).items()}
         if categorical is not None:
             taken = actions[:, c:].long()
             q1 = {k: self._taken_q(v, taken, categorical) for k, v in q1.items()}
             q2 = {k: self._taken_q(v, taken, categorical) for k, v in q2.items()}
         with torch.no_grad():
-            target_values = {k: v.squeeze(-1) for k, v in self.target_critic(next_obs).items()}
+            # V'(s') runs each sequence from the critic's memory one step into it (ML-Agents:
+            # "we didn't record the next value memories").
+            next_memory = None
+            if self.memory_size:
+                next_memory = self.critic.run(obs[::L], None, critic_memory, 1)[1]
+            target_values = {k: v.squeeze(-1) for k, v in
+                             self.target_critic(next_obs, None, next_memory, L).items()}
 
-        q1_loss, q2_loss, td_error = self._q_losses(q1, q2, target_values, dones, rewards)
-        value_loss = self._value_loss(values, q1p, q2p, cont_log_probs, categorical)
-        policy_loss = self._policy_loss(q1p, cont_log_probs, categorical)
-        entropy_loss = self._entropy_loss(cont_log_probs, categorical)
+        q1_loss, q2_loss, td_error = self._q_losses(q1, q2, target_values, dones, rewards,
+                                                    loss_mask)
+        value_loss = self._value_loss(values, q1p, q2p, cont_log_probs, categorical, loss_mask)
+        policy_loss = self._policy_loss(q1p, cont_log_probs, categorical, loss_mask)
+        entropy_loss = self._entropy_loss(cont_log_probs, categorical, loss_mask)
 
         # ML-Agents steps the policy, then Q1 + Q2 + V, then the α's, each Adam on its own loss
         # alone. The value and entropy losses do not reach the policy, so the same gradients
@@ -184,7 +221,45 @@ class SACLearner:
             "Policy/Learning Rate": lr,
         }, td_errors.astype(np.float32))
 
+    # -- the learned reward signals (ML-Agents' _update_reward_signals) -------------------------
+    def reward_signal_updates_owed(self) -> int:
+        """Reward-signal updates due at ``agent_steps``: ML-Agents' loop ``while (step −
+        buffer_init_steps) / reward_signal_update_steps > reward_signal_steps_per_update`` with
+        the count starting at 1, less those done; 0 without a learned signal."""
+        if not any(s.update is not None for s in self.reward_signals):
+            return 0
+        if self.agent_steps < self.cfg.warmup_steps:
+            return 0
+        due = math.ceil((self.agent_steps - self.cfg.warmup_steps)
+                        / self.cfg.reward_signal_steps_per_update) - 1
+        return max(0, due - self.reward_signal_updates)
+
+    def update_reward_signals(self, batch: Any) -> dict[str, float]:
+        """One update of every learned signal on a replay minibatch of its own -> metrics."""
+        signal_batch = SignalBatch.from_transitions(batch, self.continuous_size)
+        metrics: dict[str, float] = {}
+        for signal in self.reward_signals:
+            if signal.update is not None:
+                metrics.update(signal.update(signal_batch))
+        self.reward_signal_updates += 1
+        return metrics
+
     # -- the losses (ML-Agents' sac_q_loss, sac_value_loss, sac_policy_loss, sac_entropy_loss) --
+    @staticmethod
+    def _masked_mean(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """Mean over the real rows (ML-Agents' ``masked_mean``; all rows without memory)."""
+        if mask is None:
+            return x.mean()
+        return (x * mask).sum() / torch.clamp(mask.sum(), min=1.0)
+
+    def _squared_error(self, target: torch.Tensor, x: torch.Tensor,
+                       mask: torch.Tensor | None) -> torch.Tensor:
+        """½-less mean squared error of the Q and V losses: over every row, padding included
+        (ML-Agents), or over the real rows (``padded_value_loss: masked``)."""
+        if mask is None or self.cfg.padded_value_loss == "mlagents":
+            return nn.functional.mse_loss(target, x)
+        return self._masked_mean((target - x) ** 2, mask)
+
     def _taken_q(self, q: torch.Tensor, taken: torch.Tensor, categorical) -> torch.Tensor:
         """Q of the taken discrete actions: the mean over branches of each branch's pick."""
         picks = [branch_q.gather(1, taken[:, i:i + 1])
@@ -198,15 +273,16 @@ class SACLearner:
         return rewards[name] + (1.0 - use_done * dones) * signal.gamma * target_values[name]
 
     def _q_losses(self, q1: dict, q2: dict, target_values: dict, dones: torch.Tensor,
-                  rewards: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                  rewards: dict, mask: torch.Tensor | None,
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(Q1 loss, Q2 loss, [n] TD error of Q1 averaged over the reward signals)."""
         q1_losses, q2_losses, td = [], [], []
         for name in q1:
             with torch.no_grad():
                 y = self._backup(name, target_values, dones, rewards)
                 td.append(y - q1[name])
-            q1_losses.append(0.5 * nn.functional.mse_loss(y, q1[name]))
-            q2_losses.append(0.5 * nn.functional.mse_loss(y, q2[name]))
+            q1_losses.append(0.5 * self._squared_error(y, q1[name], mask))
+            q2_losses.append(0.5 * self._squared_error(y, q2[name], mask))
         return (torch.stack(q1_losses).mean(), torch.stack(q2_losses).mean(),
                 torch.stack(td).mean(dim=0))
 
@@ -215,8 +291,8 @@ class SACLearner:
         branched = categorical.split(q * categorical.probs)
         return torch.stack([b.sum(dim=1, keepdim=True) for b in branched]).mean(dim=0)
 
-    def _value_loss(self, values: dict, q1p: dict, q2p: dict, cont_log_probs, categorical
-                    ) -> torch.Tensor:
+    def _value_loss(self, values: dict, q1p: dict, q2p: dict, cont_log_probs, categorical,
+                    mask: torch.Tensor | None) -> torch.Tensor:
         with torch.no_grad():
             alpha_c = self.log_alpha_continuous.exp()
             alpha_d = self.log_alpha_discrete.exp()
@@ -242,14 +318,15 @@ class SACLearner:
                         target = target + sign * torch.sum(alpha_c * cont_log_probs, dim=1,
                                                            keepdim=True)
                     target = target.squeeze(-1)
-            losses.append(0.5 * nn.functional.mse_loss(v, target))
+            losses.append(0.5 * self._squared_error(v, target, mask))
         value_loss = torch.stack(losses).mean()
         if not torch.isfinite(value_loss):
             raise FloatingPointError("SAC value loss is not finite (NaN or inf in the networks "
                                      "or the batch): check the build's observations and rewards")
         return value_loss
 
-    def _policy_loss(self, q1p: dict, cont_log_probs, categorical) -> torch.Tensor:
+    def _policy_loss(self, q1p: dict, cont_log_probs, categorical,
+                     mask: torch.Tensor | None) -> torch.Tensor:
         alpha_c = self.log_alpha_continuous.exp()
         alpha_d = self.log_alpha_discrete.exp()
         mean_q1 = torch.stack(list(q1p.values())).mean(dim=0)
@@ -265,9 +342,10 @@ class SACLearner:
             all_mean_q1 = mean_q1
         if cont_log_probs is not None:
             loss = loss + alpha_c * torch.sum(cont_log_probs, dim=1) - all_mean_q1
-        return loss.mean()
+        return self._masked_mean(loss, mask)
 
-    def _entropy_loss(self, cont_log_probs, categorical) -> torch.Tensor:
+    def _entropy_loss(self, cont_log_probs, categorical,
+                      mask: torch.Tensor | None) -> torch.Tensor:
         loss = 0
         if categorical is not None:
             with torch.no_grad():
@@ -275,22 +353,25 @@ class SACLearner:
                     torch.sum(b, dim=1, keepdim=True) + target for b, target in zip(
                         categorical.split(categorical.all_log_probs * categorical.probs),
                         self.target_entropy_discrete)], dim=1).squeeze(2)
-            loss = loss - torch.mean(self.log_alpha_discrete.exp() * diff, dim=1).mean()
+            loss = loss - self._masked_mean(
+                torch.mean(self.log_alpha_discrete.exp() * diff, dim=1), mask)
         if cont_log_probs is not None:
             with torch.no_grad():
                 diff = torch.sum(cont_log_probs, dim=1) + self.target_entropy_continuous
-            loss = loss - (self.log_alpha_continuous.exp() * diff).mean()
+            loss = loss - self._masked_mean(self.log_alpha_continuous.exp() * diff, mask)
         return loss
 
     # -- shipping and checkpoints ------------------------------------------------------------
     def weights(self, include_critic: bool = False) -> dict:
-        """CPU copies for actors: the policy, normaliser state and version."""
+        """CPU copies for actors: the policy, normaliser state and version; with memory also
+        V (``critic``: the actors compute each trajectory's critic memories with it)."""
         del include_critic  # no actor-side priorities: SAC samples uniformly
         return {
             "version": self.updates,
             "obs_shapes": self.obs_shapes,
             "goal_indices": self.goal_indices,
             "policy": cpu_state(self.policy),
+            "critic": cpu_state(self.critic) if self.memory_size else None,
             "normalizer": None if self.normalizer is None else self.normalizer.state_dict(),
             "squash_deterministic": self.cfg.deterministic_squash,
         }
@@ -315,6 +396,7 @@ class SACLearner:
             "obs_shapes": self.obs_shapes, "goal_indices": self.goal_indices,
             "squash_deterministic": self.cfg.deterministic_squash,
             "reward_signals": {s.name: s.state_dict() for s in self.reward_signals},
+            "reward_signal_updates": self.reward_signal_updates,
         })
 
     def load_state_dict(self, state: dict) -> None:
@@ -333,3 +415,4 @@ class SACLearner:
         self.agent_steps = int(state["agent_steps"])
         for signal in self.reward_signals:
             signal.load_state_dict(state["reward_signals"].get(signal.name, {}))
+        self.reward_signal_updates = int(state.get("reward_signal_updates", 0))

@@ -14,6 +14,12 @@ each update), split by its own ``ObservationEncoder``; its body is ML-Agents' ``
   one head per reward signal (``heads.<signal>``: Xavier uniform, zero bias) with ``outputs``
   columns: 1 for V and continuous Q, sum(branches) for a discrete Q (one Q per action value).
 
+Memory (``network_settings.memory``, ML-Agents' ``NetworkBody`` with ``use_lstm``): every body
+(π, V, V', Q1, Q2) ends in its own one-layer LSTM of hidden size ``memory_size // 2`` (ML-Agents'
+``lstm_layer``) and the heads read its output. With memory a forward pass takes rows [n·L, ...]
+ordered sequence after sequence (``sequence_length`` L) and the memories [n, memory_size] ([h | c])
+the n sequences start from (None: zeros); ``run`` also returns the memories after each sequence.
+
 ``TanhGaussian`` and ``BranchProbabilities`` are ML-Agents' ``TanhGaussianDistInstance`` and
 ``CategoricalDistInstance`` with its ε = 1e-7 inside the logs, so that log-probs, entropies and
 losses are the same numbers.
@@ -29,7 +35,7 @@ from torch import nn
 from unity_rl.algorithms.conditioning import ConditionalEncoder
 from unity_rl.algorithms.encoders import ObservationEncoder, ObsShapesLike, Swish
 from unity_rl.algorithms.network_config import NetworkConfig
-from unity_rl.algorithms.nets import mlagents_init
+from unity_rl.algorithms.nets import lstm_layer, mlagents_init, run_lstm
 
 EPSILON = 1e-7
 """ML-Agents' ``distributions.EPSILON``."""
@@ -39,8 +45,10 @@ _HALF_LOG_2PI = math.log(math.sqrt(2 * math.pi))
 
 
 class Body(nn.Module):
-    """Encoder + ``LinearEncoder`` / ``ConditionalEncoder``; ``forward(x, actions=None)`` ->
-    [n, hidden] (``actions`` concatenated to the encoding first, as ML-Agents' ``NetworkBody``)."""
+    """Encoder + ``LinearEncoder`` / ``ConditionalEncoder`` [+ LSTM]; ``forward(x, actions=None)``
+    -> [n, output_size] (``actions`` concatenated to the encoding first, as ML-Agents'
+    ``NetworkBody``); ``run`` also returns the memories after each sequence (None without an
+    LSTM)."""
 
     def __init__(self, obs_shapes: ObsShapesLike, network: NetworkConfig, action_size: int = 0,
                  goal_indices: Sequence[int] = ()):
@@ -58,12 +66,28 @@ class Body(nn.Module):
                 layers += [mlagents_init(nn.Linear(in_size if i == 0 else hidden, hidden)), Swish()]
             self.layers = nn.Sequential(*layers)
         self.conditioned = bool(goals)
+        self.memory_size = network.memory_size
+        """Size of the memory [h | c] (0: no LSTM)."""
+        self.output_size = self.memory_size // 2 if self.memory_size else hidden
+        """Width of what the heads read."""
+        if self.memory_size:
+            self.lstm = lstm_layer(hidden, self.memory_size // 2)
 
-    def forward(self, x: torch.Tensor, actions: torch.Tensor | None = None) -> torch.Tensor:
+    def run(self, x: torch.Tensor, actions: torch.Tensor | None = None,
+            memory: torch.Tensor | None = None, sequence_length: int = 1,
+            ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(encoding [n·L, output_size], memories after each sequence [n, memory_size] or None)."""
         encoding, goal = self.encoder.encode(x)
         if actions is not None:
             encoding = torch.cat([encoding, actions], dim=1)
-        return self.layers(encoding, goal) if self.conditioned else self.layers(encoding)
+        h = self.layers(encoding, goal) if self.conditioned else self.layers(encoding)
+        if not self.memory_size:
+            return h, None
+        return run_lstm(self.lstm, h, memory, sequence_length)
+
+    def forward(self, x: torch.Tensor, actions: torch.Tensor | None = None,
+                memory: torch.Tensor | None = None, sequence_length: int = 1) -> torch.Tensor:
+        return self.run(x, actions, memory, sequence_length)[0]
 
 
 class SACActor(nn.Module):
@@ -75,8 +99,9 @@ class SACActor(nn.Module):
         super().__init__()
         self.continuous_size = int(continuous_size)
         self.discrete_branches = tuple(int(b) for b in discrete_branches)
-        hidden = network.hidden_units
         self.body = Body(obs_shapes, network, 0, goal_indices)
+        hidden = self.body.output_size
+        self.memory_size = self.body.memory_size
         if self.continuous_size:
             self.mu = mlagents_init(nn.Linear(hidden, self.continuous_size), 0.2)
             self.log_sigma = mlagents_init(nn.Linear(hidden, self.continuous_size), 0.2)
@@ -84,10 +109,17 @@ class SACActor(nn.Module):
             self.logits = mlagents_init(nn.Linear(hidden, sum(self.discrete_branches)), 0.1)
 
     def forward(self, x: torch.Tensor, masks: torch.Tensor | None = None,
+                memory: torch.Tensor | None = None, sequence_length: int = 1,
                 ) -> tuple[TanhGaussian | None, BranchProbabilities | None]:
         """(continuous distribution, discrete distribution); either None when absent.
         ``masks``: float or bool [n, sum(branches)], 1/True where allowed (None: all)."""
-        h = self.body(x)
+        return self.run(x, masks, memory, sequence_length)[:2]
+
+    def run(self, x: torch.Tensor, masks: torch.Tensor | None = None,
+            memory: torch.Tensor | None = None, sequence_length: int = 1,
+            ) -> tuple[TanhGaussian | None, BranchProbabilities | None, torch.Tensor | None]:
+        """``forward``'s distributions and the memories after each sequence (None: no LSTM)."""
+        h, memory_out = self.body.run(x, None, memory, sequence_length)
         gaussian = None
         if self.continuous_size:
             log_sigma = torch.clamp(self.log_sigma(h), LOG_SIGMA_MIN, LOG_SIGMA_MAX)
@@ -99,7 +131,7 @@ class SACActor(nn.Module):
                 masks = masks.to(logits.dtype)
                 logits = logits * masks - 1e8 * (1.0 - masks)
             categorical = BranchProbabilities(logits, self.discrete_branches)
-        return gaussian, categorical
+        return gaussian, categorical, memory_out
 
 
 class TanhGaussian:
@@ -160,13 +192,20 @@ class ValueNetwork(nn.Module):
         super().__init__()
         self.body = Body(obs_shapes, network, action_size, goal_indices)
         self.heads = nn.ModuleDict({
-            name: mlagents_init(nn.Linear(network.hidden_units, outputs), xavier_uniform=True)
+            name: mlagents_init(nn.Linear(self.body.output_size, outputs), xavier_uniform=True)
             for name in streams})
 
     def forward(self, x: torch.Tensor, actions: torch.Tensor | None = None,
+                memory: torch.Tensor | None = None, sequence_length: int = 1,
                 ) -> dict[str, torch.Tensor]:
-        h = self.body(x, actions)
-        return {name: head(h) for name, head in self.heads.items()}
+        return self.run(x, actions, memory, sequence_length)[0]
+
+    def run(self, x: torch.Tensor, actions: torch.Tensor | None = None,
+            memory: torch.Tensor | None = None, sequence_length: int = 1,
+            ) -> tuple[dict[str, torch.Tensor], torch.Tensor | None]:
+        """(``forward``'s values, the memories after each sequence; None without an LSTM)."""
+        h, memory_out = self.body.run(x, actions, memory, sequence_length)
+        return {name: head(h) for name, head in self.heads.items()}, memory_out
 
 
 def soft_update(source: nn.Module, target: nn.Module, tau: float) -> None:

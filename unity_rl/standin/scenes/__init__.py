@@ -30,6 +30,12 @@ Collector      (PNG) + frozen flag 1, 3 continuous + [2]
 Hallway        ``Hallway?team=0``: stacked rays 105 (3 stacks) +   17      6         3000
                stacked StepCount/MaxStep 3, 1 branch of 5;
                the cue is seen only at the first decision
+Pyramids       ``Pyramids?team=0``: 3 ray sensors 56 each + switch    16      5         5000
+               state and velocity 4, 1 branch of 5; sparse: +2
+               at the gold brick (``--standin-heuristic``)
+Sorter         ``Sorter?team=0``: buffer sensor (20, 23) +       8       5         5000
+               RB 10 + stacked vector 8, branches [3,3,3];
+               reads ``num_tiles``
 PushBlock-     ``PushBlockCollab?team=0``: grid 6x20x20 (PNG) +   12      5         0 (group
 Collab         RB 10, 1 branch of 7; 4 groups of 3              (4x3)             5000)
 DungeonEscape  ``DungeonEscape?team=0``: RB 10 + stacked rays   36      5         0 (group
@@ -64,6 +70,8 @@ from unity_rl.standin.scenes.visual_3dball import Visual3DBallModel
 # zoo (part B): Unity's Crawler, Walker, Worm, PushBlock, WallJump, Match3 (docs/zoo.md)
 from unity_rl.standin.scenes.blocks import PushBlockModel, WallJumpModel  # noqa: E402
 from unity_rl.standin.scenes.hallway import HallwayModel  # noqa: E402
+from unity_rl.standin.scenes.pyramids import PyramidsModel  # noqa: E402
+from unity_rl.standin.scenes.sorter import SorterModel  # noqa: E402
 from unity_rl.standin.scenes.collab import PushBlockCollabModel  # noqa: E402
 from unity_rl.standin.scenes.dungeon_escape import DungeonEscapeModel  # noqa: E402
 from unity_rl.standin.scenes.soccer import SoccerTwosModel, StrikersVsGoalieModel  # noqa: E402
@@ -115,6 +123,10 @@ SCENES.update({
     ),
     # a T-maze whose cue is seen only at the first decision: the task needs memory (hallway.py)
     "Hallway": (BehaviorDef("Hallway?team=0", HallwayModel, 17, 6, 3000),),
+    # press a switch, knock the pyramid it raises, touch the gold brick: sparse (pyramids.py)
+    "Pyramids": (BehaviorDef("Pyramids?team=0", PyramidsModel, 16, 5, 5000),),
+    # numbered tiles seen through a buffer sensor (20, 23); reads num_tiles (sorter.py)
+    "Sorter": (BehaviorDef("Sorter?team=0", SorterModel, 8, 5, 5000),),
     # cooperative: one SimpleMultiAgentGroup per area, group rewards (collab.py, dungeon_escape.py)
     "PushBlockCollab": (BehaviorDef("PushBlockCollab?team=0", PushBlockCollabModel, 12, 5, 0),),
     "DungeonEscape": (BehaviorDef("DungeonEscape?team=0", DungeonEscapeModel, 36, 5, 0),),

@@ -1,0 +1,142 @@
+"""Pyramids: Unity's interface through the real UnityEnvironment, and in-process the property the
+scene exists for: the built-in heuristic solves it, a random policy rarely does (sparse)."""
+from __future__ import annotations
+
+import numpy as np
+from mlagents_envs.base_env import ActionTuple
+
+from unity_rl.standin.academy import Academy
+from unity_rl.standin.options import PlayerOptions, parse_args
+from unity_rl.standin.scenes import SCENES
+from unity_rl.standin.scenes import pyramids as P
+from unity_rl.standin.wire import ActionBatch
+
+NAME = "Pyramids?team=0"
+RAY_NAMES = ["RayPerceptionSensor", "RayPerceptionSensor1", "RayPerceptionSensor2"]
+
+
+def play(policy, n: int, episodes: int, seed: int = 0, **options) -> dict:
+    """Runs the Academy in-process until ``episodes`` episodes ended; per episode: its return,
+    its decisions, whether the switch was on and the pyramid knocked over at its end."""
+    academy = Academy(SCENES["Pyramids"], PlayerOptions(agents=(n,), **options), seed=seed)
+    group = academy.groups[0]
+    model = group.model
+    academy.reset()
+    rng = np.random.default_rng(seed)
+    ret, dec = np.zeros(n), np.zeros(n, int)
+    switch, knocked = np.zeros(n, bool), np.zeros(n, bool)
+    out = {"return": [], "decisions": [], "switch": [], "knocked": [], "gold": []}
+    while len(out["return"]) < episodes:
+        message = academy.begin_step()
+        if message is not None:
+            for batch in message.batches[NAME]:
+                for row, agent in enumerate(batch.ids.tolist()):
+                    ret[agent] += batch.rewards[row]
+                    if batch.done:
+                        for key, value in (("return", ret[agent]), ("decisions", dec[agent]),
+                                           ("switch", switch[agent]), ("knocked", knocked[agent]),
+                                           ("gold", batch.rewards[row] == 2.0)):
+                            out[key].append(value)
+                        ret[agent], dec[agent] = 0.0, 0
+                        switch[agent] = knocked[agent] = False
+                    else:
+                        dec[agent] += 1
+            deciding = group.deciding
+            if len(deciding):
+                actions = np.asarray(policy(model, deciding, rng), np.int32)[:, None]
+                academy.apply_actions({NAME: ActionBatch(np.zeros((len(deciding), 0), np.float32),
+                                                         actions)})
+        switch |= model.switch_on
+        knocked |= model.objects[:, P.GOLD, 0] >= 0
+        academy.end_step()
+    return {k: np.array(v) for k, v in out.items()}
+
+
+def test_defaults_are_unitys():
+    (pyramids,) = SCENES["Pyramids"]
+    assert (pyramids.name, pyramids.agents, pyramids.decision_period, pyramids.max_step) == (
+        NAME, 16, 5, 5000)
+    assert parse_args(["--standin-heuristic"]).heuristic
+    assert not parse_args([]).heuristic
+
+
+def test_spec_and_heuristic_episodes_through_unity_environment(open_env):
+    """Unity's sensors and branch on the real client; with ``--standin-heuristic`` the agents
+    act by themselves (the sent actions are ignored), turn the switch on (vector obs[0]) and end
+    at the gold brick with SetReward(2)."""
+    env = open_env("Pyramids", args=["--standin-heuristic"])
+    env.reset()
+    assert list(env.behavior_specs) == [NAME]
+    spec = env.behavior_specs[NAME]
+    assert [(o.name, o.shape) for o in spec.observation_specs] == [
+        *[(name, (56,)) for name in RAY_NAMES], ("VectorSensor_size4", (4,))]
+    assert spec.action_spec.continuous_size == 0 and spec.action_spec.discrete_branches == (5,)
+    switched, rewards = set(), []
+    for _ in range(120):
+        decision, terminal = env.get_steps(NAME)
+        assert set(np.unique(decision.obs[3][:, 0])) <= {0.0, 1.0}
+        switched |= set(decision.agent_id[decision.obs[3][:, 0] == 1.0].tolist())
+        rewards += terminal.reward.tolist()
+        for obs in decision.obs[:3]:  # per ray: one-hot of 6 tags (or none), "no hit", fraction
+            rays = obs.reshape(len(decision), 7, 8)
+            assert (rays[:, :, :7].sum(-1) == 1).all()
+            assert ((0 <= rays[:, :, 7]) & (rays[:, :, 7] <= 1)).all()
+        # NOTHING everywhere: the heuristic acts anyway
+        env.set_actions(NAME, ActionTuple(discrete=np.zeros((len(decision), 1), np.int32)))
+        env.step()
+    assert len(switched) == 16
+    assert len(rewards) >= 16 and np.allclose(rewards, 2.0)
+
+
+def test_heuristic_solves_every_episode_quickly():
+    result = play(lambda m, idx, rng: P.heuristic_action(m, idx), 16, 48)
+    assert result["gold"].all() and result["switch"].all() and result["knocked"].all()
+    assert result["decisions"].max() < 80
+    assert result["return"].mean() > 1.9
+
+
+def test_random_policy_rarely_reaches_the_gold():
+    """The reward is sparse: random actions turn the switch on in many episodes, but knock the
+    pyramid over and reach the gold in few (the extrinsic reward alone rarely shows the way)."""
+    result = play(lambda m, idx, rng: rng.integers(0, 5, len(idx)), 16, 48, seed=1)
+    assert result["switch"].mean() > 0.3
+    assert result["gold"].mean() < 0.1 and result["knocked"].mean() < 0.2
+    # episodes without the gold are interrupted at MaxStep having paid -1 in all
+    assert np.allclose(result["return"][~result["gold"]], -1.0, atol=1e-4)
+
+
+def test_switch_raises_a_pyramid_and_pushes_knock_it_over():
+    """Stage by stage on one agent: touching the switch turns it on and places the pyramid at
+    least MIN_PYRAMID_DISTANCE away; PUSHES touches lower it step by step and knock it over;
+    the gold then lies next to where it stood."""
+    academy = Academy(SCENES["Pyramids"], PlayerOptions(agents=(1,)), seed=5)
+    model = academy.groups[0].model
+    academy.reset()
+    idx = np.array([0])
+    model.cell[0], model.heading[0] = (5, 5), 0
+    model.objects[0] = -1
+    model.objects[0, P.SWITCH] = (5, 6)
+    before = model.observe(idx)
+    assert before[3][0, 0] == 0.0
+    model.act(idx, None, np.array([[P.FORWARD]]))
+    assert model.switch_on[0] and tuple(model.cell[0]) == (5, 5)
+    pyramid = model.objects[0, P.PYRAMID].copy()
+    assert np.abs(pyramid - model.cell[0]).sum() >= P.MIN_PYRAMID_DISTANCE
+    after = model.observe(idx)
+    assert after[3][0, 0] == 1.0
+    flat = after[0].reshape(7, 8)
+    assert flat[0, P.SWITCH_ON] == 1.0  # the forward ray sees the switch, now on
+    # stand next to the pyramid, facing it, and push
+    model.objects[0, P.SWITCH] = -1
+    model.cell[0] = pyramid - (0, 1)
+    model.heading[0] = 0
+    heights = []
+    for push in range(P.PUSHES):
+        model.observe(idx)
+        reward, done, _ = model.act(idx, None, np.array([[P.FORWARD]]))
+        assert not done[0]
+        heights.append(model._boxes(idx)[0][0, P.PYRAMID, 4])
+    assert model.objects[0, P.PYRAMID, 0] == -1
+    gold = model.objects[0, P.GOLD]
+    assert np.abs(gold - pyramid).sum() == 1
+    assert heights[:-1] == sorted(heights[:-1], reverse=True)

@@ -1,0 +1,54 @@
+"""SAC's side of imitation: its actor as behavioral cloning sees it (``SACImitationPolicy``, an
+``imitation.behavioral_cloning.ImitationPolicy``: the tanh-squashed reparameterised sample, the
+branch probabilities) and the BC update the off-policy host runs once per SAC update step
+(``make_behavioral_cloning``), as ML-Agents' ``off_policy_trainer._update_policy`` does."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Callable
+
+import numpy as np
+import torch
+
+from unity_rl.algorithms.imitation.behavioral_cloning import BehavioralCloning
+from unity_rl.algorithms.imitation.config import BehavioralCloningConfig
+from unity_rl.algorithms.imitation.demo_buffer import load_demo_buffer
+from unity_rl.algorithms.sac.learner import SACLearner
+
+
+class SACImitationPolicy:
+    """The learner's π (``SACActor``) and its normaliser; no memory (SAC has none here)."""
+
+    sequence_length = 1
+
+    def __init__(self, learner: SACLearner):
+        self.learner = learner
+        self.continuous_size = learner.continuous_size
+        self.discrete_branches = tuple(learner.discrete_branches)
+        self.device = learner.device
+
+    def actor_parameters(self) -> list:
+        return list(self.learner.policy.parameters())
+
+    def obs_tensor(self, obs: np.ndarray) -> torch.Tensor:
+        return self.learner._obs_tensor(obs)
+
+    def sample(self, obs: torch.Tensor, generator: torch.Generator):
+        gaussian, categorical = self.learner.policy(obs)
+        continuous = gaussian.rsample(generator)[0] if gaussian is not None else None
+        return continuous, None if categorical is None else categorical.probs
+
+
+def make_behavioral_cloning(cfg: BehavioralCloningConfig, learner: SACLearner,
+                            current_step: Callable[[], int], *, seed: int | None,
+                            pairing: str = "mlagents", behavior: str = "") -> BehavioralCloning:
+    """BC for a SAC learner: the demo read and checked against the learner's spec, BC's Adam at
+    ``learning_rate · strength``, ``batch_size`` the SAC one when BC sets none."""
+    policy = SACImitationPolicy(learner)
+    actions = SimpleNamespace(continuous_size=policy.continuous_size,
+                              discrete_branches=policy.discrete_branches)
+    demo = load_demo_buffer(cfg.demo_path, learner.obs_shapes, actions, 1, pairing,
+                            where=f"behaviors.{behavior}.behavioral_cloning.demo_path")
+    return BehavioralCloning(cfg, policy, demo, policy_learning_rate=learner.cfg.learning_rate,
+                             default_batch_size=learner.cfg.batch_size,
+                             current_step=current_step, seed=seed)
