@@ -434,7 +434,8 @@ def main(argv=None) -> None:
     report = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "platform": platform.platform(), "loadavg": os.getloadavg()},
-        "settings": {"scenes": args.scenes, "seeds": args.seeds, "first_seed": args.seed,
+        "settings": {"scenes": args.scenes, "tools": args.tools, "seeds": args.seeds,
+                     "first_seed": args.seed,
                      "num_envs": args.num_envs, "max_steps_override": args.max_steps,
                      "stop_at_target": args.stop_at_target, "unity_rl_args": args.unity_rl_args,
                      "configs_dir": str(args.configs_dir),

@@ -85,3 +85,19 @@ def test_update_checkpoint_round_trip_and_actor_for_acting_and_export():
     module = a.export_module()
     out = module(torch.as_tensor(obs), torch.ones(6, 3))
     assert out is not None
+
+
+def test_host_trains_the_learner_and_reports_group_returns():
+    """The host's call into the learner (PPO's host contract) and the group metric; fast-tier
+    guard for what the slow end-to-end tests exercise."""
+    from unity_rl.algorithms.poca.host import POCAHost
+    from unity_rl.experience import Segment
+
+    trajs = trajectories(np.random.default_rng(5))
+    host = POCAHost(learner(), buffer_steps=32, drop_lag=None)
+    steps = sum(len(t.rewards) for t in trajs)
+    host.accept(Segment(trajs, 0, 0, steps, [0.0], [8], group_returns=[1.0, 0.0]))
+    assert host.ready()
+    metrics = host.train(sync=True)
+    assert metrics["Environment/Group Cumulative Reward"] == 0.5
+    assert np.isfinite(metrics["Losses/Baseline Loss"]) and host.version == 1

@@ -485,3 +485,17 @@ def test_leftover_build_clean_up_kills_only_the_dead_incarnation_s_builds(ray_cl
             proc.kill()
             proc.wait()
 
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_poca_groups_travel_over_ray(mode, ray_cluster, tmp_path, free_base_port):
+    """POCA over Ray actors: the group data and group returns in segments reach the learner."""
+    from tests.runtime.test_poca_training import scalars, small
+
+    port = free_base_port(1)
+    cfg = apply_overrides(small(port, mode), backend="ray", ray_address=ray_cluster.address)
+    result = trainer.train(cfg, tmp_path / "run", resume=False, console=False)
+    assert not result.interrupted and result.policy_path.exists()
+    tags = scalars(tmp_path / "run", "DungeonEscape")
+    assert "Losses/Baseline Loss" in tags and "Environment/Group Cumulative Reward" in tags
+    assert_no_builds_left([port])

@@ -176,8 +176,12 @@ class POCALearner:
     # -- the algorithm --------------------------------------------------------------------------
 
     def update(self, trajectories: list[Trajectory],
-               collected_steps: int | None = None) -> dict[str, float]:
-        """One POCA update on these trajectories (``collected_steps``: the schedules' step)."""
+               collected_steps: int | None = None,
+               episode_length: float | None = None) -> dict[str, float]:
+        """One POCA update on these trajectories (``collected_steps``: the schedules' step).
+        ``episode_length`` (what PPO's host passes for learned reward signals' metrics) is
+        accepted and unused: POCA trains with extrinsic rewards only."""
+        del episode_length
         return self.optimise(self.prepare(trajectories), collected_steps)
 
     def prepare(self, trajectories: list[Trajectory]) -> POCABatch:
