@@ -85,6 +85,8 @@ def main(argv=None) -> None:
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
     ap.add_argument("--stop-at-target", action="store_true")
     ap.add_argument("--tools", nargs="+", default=["unity-rl"], choices=race.TOOLS)
+    ap.add_argument("--variants", nargs="+", default=["with demo", "without demo"],
+                    choices=["with demo", "without demo"])
     ap.add_argument("--mlagents-venv", type=Path, default=REPO / ".mlagents_learn" / "venv")
     ap.add_argument("--unity-rl-args", default="")
     ap.add_argument("--base-port", type=int, default=18300)
@@ -96,6 +98,8 @@ def main(argv=None) -> None:
     with tempfile.TemporaryDirectory(prefix="imitation_") as tmp_name:
         tmp = Path(tmp_name)
         for label, config_text in variants(text, args.summary_freq, args.max_steps).items():
+            if label not in args.variants:
+                continue
             config = tmp / f"PushBlock_{label.replace(' ', '_')}.yaml"
             config.write_text(config_text)
             scene = race.Scene("PushBlock", (UNITY_CONFIG,), {"PushBlock": args.target})
@@ -109,14 +113,16 @@ def main(argv=None) -> None:
                     args.out.parent.mkdir(parents=True, exist_ok=True)
                     args.out.write_text(race.without_machine_paths(
                         json.dumps(partial, indent=1, default=str), (tmp_name, "<tmp>"),
-                        (str(DEMOS), "<repo>/unity_builds/Demos")))
+                        (str(DEMOS), "<repo>/unity_builds/Demos"),
+                        (str(args.mlagents_venv), "<mlagents-venv>")))
     summary = race.summarize(runs)
     race.print_table(summary, [])
     report = {"measured": __doc__, "config": UNITY_CONFIG, "target": args.target,
               "machine": {"cpus": os.cpu_count(), "loadavg": os.getloadavg()},
               "summary": summary, "windows": window_counts(runs, args.target), "runs": runs}
     args.out.write_text(race.without_machine_paths(
-        json.dumps(report, indent=1, default=str), (str(DEMOS), "<repo>/unity_builds/Demos")))
+        json.dumps(report, indent=1, default=str), (str(DEMOS), "<repo>/unity_builds/Demos"),
+        (str(args.mlagents_venv), "<mlagents-venv>")))
     print(f"written: {args.out}")
 
 

@@ -29,17 +29,20 @@ BUILD = REPO / "unity_builds" / "SoccerTwos.x86_64"
 RESULTS = REPO / "benchmarks" / "results"
 
 
-def config(steps: int, seed: int, port: int, agents: int):
+def config(steps: int, seed: int, port: int, agents: int, vs_scripted: bool = False):
     from unity_rl.config import FrozenMap, apply_overrides, load_config
 
     cfg = apply_overrides(load_config(CONFIG), env=str(BUILD), base_port=port, num_envs=1,
                           num_actors=1, mode="sync", seed=seed, no_graphics=True,
-                          env_args=("--standin-agents", str(agents)))
+                          env_args=("--standin-agents", str(agents), *(
+                              ("--standin-scripted-team", "1") if vs_scripted else ())))
     [(name, b)] = cfg.behaviors.items()
     scale = steps / b.max_steps * 50  # Unity's 50M steps -> ours, schedules alike (x50)
     sp = dataclasses.replace(b.self_play, save_steps=max(1, int(b.self_play.save_steps * scale)),
                              team_change=max(1, int(b.self_play.team_change * scale)),
                              swap_steps=max(1, int(b.self_play.swap_steps * scale)))
+    if vs_scripted:  # team 0 learns throughout against the build's scripted team 1
+        sp = dataclasses.replace(sp, team_change=10**9)
     hp = dataclasses.replace(b.hyperparameters, buffer_size=2048, minibatch_size=512)
     net = dataclasses.replace(b.network_settings, hidden_units=128)
     b = dataclasses.replace(b, hyperparameters=hp, network_settings=net, max_steps=steps,
@@ -87,8 +90,9 @@ def play(module, games: int, port: int, seed: int) -> dict:
             env.step()
     finally:
         env.close()
-    return {"games": wins + losses + draws, "wins": int(wins), "losses": int(losses),
-            "draws": int(draws), "win_rate": (wins + 0.5 * draws) / max(1, wins + losses + draws)}
+    wins, losses, draws = int(wins), int(losses), int(draws)
+    return {"games": wins + losses + draws, "wins": wins, "losses": losses, "draws": draws,
+            "win_rate": (wins + 0.5 * draws) / max(1, wins + losses + draws)}
 
 
 def initial_module(run_dir: Path, final_pt: Path):
@@ -116,6 +120,11 @@ def main(argv=None) -> None:
     ap.add_argument("--base-port", type=int, default=18700)
     ap.add_argument("--run-dir", type=Path, default=Path("/tmp/selfplay_soccer_run"))
     ap.add_argument("--out", type=Path, default=RESULTS / "selfplay_soccer.json")
+    ap.add_argument("--train-vs-scripted", action="store_true",
+                    help="a learnability check: team 0 trains against the scripted team 1 "
+                         "(no team change) instead of against its snapshots")
+    ap.add_argument("--reuse", action="store_true",
+                    help="skip training: play the policies of the run already in --run-dir")
     args = ap.parse_args(argv)
     from unity_rl.export import load_policy
     from unity_rl.training.trainer import train
@@ -123,14 +132,16 @@ def main(argv=None) -> None:
     report = {"command": " ".join(["benchmarks/selfplay_soccer.py", *sys.argv[1:]]),
               "config": "poca/SoccerTwos.yaml (scaled: see the script)"}
     t0 = time.time()
-    result = train(config(args.steps, args.seed, args.base_port, args.agents), args.run_dir,
-                   resume=False, console=False)
-    report["train_seconds"] = round(time.time() - t0, 1)
+    if not args.reuse:
+        train(config(args.steps, args.seed, args.base_port, args.agents,
+                     args.train_vs_scripted), args.run_dir,
+              resume=False, console=False)
+        report["train_seconds"] = round(time.time() - t0, 1)
     elos = elo_series(args.run_dir)
     report["elo"] = elos
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1))
-    final_pt = result.behaviors["SoccerTwos"].torch_policy_path
+    final_pt = args.run_dir / "SoccerTwos.pt"
     report["initial_vs_scripted"] = play(initial_module(args.run_dir, final_pt), args.games,
                                          args.base_port + 20, args.seed)
     args.out.write_text(json.dumps(report, indent=1))
@@ -138,7 +149,7 @@ def main(argv=None) -> None:
                                          args.base_port + 40, args.seed)
     args.out.write_text(json.dumps(report, indent=1))
     print(f"ELO: {elos[0][1]:.1f} at {elos[0][0]} -> {elos[-1][1]:.1f} at {elos[-1][0]} "
-          f"agent-steps ({report['train_seconds']} s)")
+          f"agent-steps ({report.get('train_seconds', 'reused run')} s)")
     print("policy    games  wins  losses  draws  win rate (draw = 1/2)")
     for key in ("initial_vs_scripted", "trained_vs_scripted"):
         r = report[key]

@@ -30,6 +30,7 @@ scene with both tools' curves against agent-steps and against wall seconds.
         [--seed 1] [--num-envs 2] [--max-steps N] [--stop-at-target] [--timeout 1800]
         [--mlagents-venv .mlagents_learn/venv] [--configs-dir ../shared/mlagents_learn/configs]
         [--base-port 17100] [--unity-rl-args "--mode async --num-actors 2"] [--out FILE]
+        [--tools mlagents-learn unity-rl]   # one tool alone: e.g. one long run at a time
 """
 from __future__ import annotations
 
@@ -101,6 +102,7 @@ SCENES = {
     "PyramidsRND": Scene("Pyramids", ("ppo/PyramidsRND.yaml",), {"Pyramids": 1.75}),
     "PyramidsExtrinsic": Scene("Pyramids", ("configs/ppo/pyramids_extrinsic.yaml",),
                                {"Pyramids": 1.75}, tools=("unity-rl",)),
+    "HallwaySAC": Scene("Hallway", ("sac/Hallway.yaml",), {"Hallway": 0.9}),
     # the project's shipped 3DBall config (a path under the repository), unity-rl only
     "3DBallShipped": Scene("3DBall", ("configs/ppo/3dball.yaml",), {"3DBall": 95.0},
                            tools=("unity-rl",)),
@@ -391,8 +393,8 @@ def main(argv=None) -> None:
                     default=REPO.parent / "shared" / "mlagents_learn" / "configs")
     ap.add_argument("--base-port", type=int, default=17100)
     ap.add_argument("--unity-rl-args", default="", help="extra flags for unity-rl train")
-    ap.add_argument("--tools", nargs="+", choices=TOOLS, default=list(TOOLS),
-                    help="run only these tools (e.g. to repeat one tool's failed run)")
+    ap.add_argument("--tools", nargs="+", choices=list(TOOLS), default=list(TOOLS),
+                    help="run only these tools (default both)")
     ap.add_argument("--out", type=Path, default=RESULTS / "vs_mlagents_learn.json")
     args = ap.parse_args(argv)
 

@@ -29,7 +29,8 @@ from unity_rl.algorithms.sac.learner import SACLearner
 from tests.algos.test_mlagents_reference import _our_key
 
 REFERENCE = Path(__file__).resolve().parent / "mlagents_reference"
-CASES = ("ppo_discrete", "ppo_continuous", "ppo_hybrid", "ppo_memory", "sac_hybrid")
+CASES = ("ppo_discrete", "ppo_continuous", "ppo_hybrid", "ppo_memory", "sac_hybrid",
+         "sac_memory")
 
 
 def _load(name: str) -> dict:

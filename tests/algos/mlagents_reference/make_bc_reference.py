@@ -7,7 +7,8 @@ Run with the Python of an mlagents-learn venv, from the repository root::
     DIR/venv/bin/python tests/algos/mlagents_reference/make_bc_reference.py
 
 For each case (PPO discrete with two branches, continuous with a normaliser, hybrid, hybrid with
-memory; SAC hybrid with a normaliser) it writes a demonstration of random episodes with this
+memory; SAC hybrid with a normaliser, SAC hybrid with memory) it writes a demonstration of random
+episodes with this
 project's ``write_demo`` (``unity_rl.demos`` is torch-free, so it imports in that venv), builds
 ML-Agents' trainer with ``behavioral_cloning`` on that file (its ``BCModule``, created by
 ``TorchOptimizer``), optionally folds random observations into the actor's normaliser, then runs
@@ -62,6 +63,9 @@ CASES = {
                        memory_size=16),
     "sac_hybrid": dict(trainer="sac", obs=[(6,)], continuous=2, branches=(3,), hidden=16,
                        layers=2, normalize=True, lengths=(6, 8, 7)),
+    "sac_memory": dict(trainer="sac", obs=[(6,)], continuous=2, branches=(3,), hidden=16,
+                       layers=2, normalize=False, lengths=(7, 10, 5), sequence_length=4,
+                       memory_size=10),
 }
 LEARNING_RATE, BATCH, EPOCHS, STRENGTH, ANNEAL = 3e-3, 8, 2, 0.5, 1000
 STEPS = (200, 600)

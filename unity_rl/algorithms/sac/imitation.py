@@ -17,12 +17,12 @@ from unity_rl.algorithms.sac.learner import SACLearner
 
 
 class SACImitationPolicy:
-    """The learner's π (``SACActor``) and its normaliser; no memory (SAC has none here)."""
-
-    sequence_length = 1
+    """The learner's π (``SACActor``, its LSTM with memory) and its normaliser."""
 
     def __init__(self, learner: SACLearner):
         self.learner = learner
+        self.sequence_length = int(getattr(learner, "sequence_length", 1))
+        """L: rows per sequence (1 without memory); each sequence starts from zero memory."""
         self.continuous_size = learner.continuous_size
         self.discrete_branches = tuple(learner.discrete_branches)
         self.device = learner.device
@@ -34,7 +34,10 @@ class SACImitationPolicy:
         return self.learner._obs_tensor(obs)
 
     def sample(self, obs: torch.Tensor, generator: torch.Generator):
-        gaussian, categorical = self.learner.policy(obs)
+        memory_size = int(getattr(self.learner, "memory_size", 0))
+        memory = (obs.new_zeros(len(obs) // self.sequence_length, memory_size) if memory_size
+                  else None)
+        gaussian, categorical = self.learner.policy(obs, None, memory, self.sequence_length)
         continuous = gaussian.rsample(generator)[0] if gaussian is not None else None
         return continuous, None if categorical is None else categorical.probs
 
@@ -47,7 +50,8 @@ def make_behavioral_cloning(cfg: BehavioralCloningConfig, learner: SACLearner,
     policy = SACImitationPolicy(learner)
     actions = SimpleNamespace(continuous_size=policy.continuous_size,
                               discrete_branches=policy.discrete_branches)
-    demo = load_demo_buffer(cfg.demo_path, learner.obs_shapes, actions, 1, pairing,
+    demo = load_demo_buffer(cfg.demo_path, learner.obs_shapes, actions, policy.sequence_length,
+                            pairing,
                             where=f"behaviors.{behavior}.behavioral_cloning.demo_path")
     return BehavioralCloning(cfg, policy, demo, policy_learning_rate=learner.cfg.learning_rate,
                              default_batch_size=learner.cfg.batch_size,
