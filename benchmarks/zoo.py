@@ -64,6 +64,8 @@ TARGETS: dict[str, dict[str, float]] = {
     "sac/3DBall.yaml": {"3DBall": 95.0},
     "sac/Basic.yaml": {"Basic": 0.9},
     "ppo/Hallway.yaml": {"Hallway": 0.9},
+    # mlagents-learn: 180k agent-steps, 1944 s at load 13-18 (pyramids_curiosity_mlagents_learn_seed1.json)
+    "ppo/Pyramids.yaml": {"Pyramids": 1.75},
 }
 """Config -> behavior -> mean return of a summary window that counts as solved. A target is set
 only where mlagents-learn with Unity's config reaches it within a few minutes here (the figure it
