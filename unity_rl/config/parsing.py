@@ -3,8 +3,8 @@ and ``load_config``; an unknown key, a wrong type or an out-of-range value is a 
 naming the file, the section and the key.
 
 The generic strict-structuring helpers are in ``strict.py``; this module holds the per-section
-parsers and the YAML loader (about 450 lines: one parser per section; the behavior's
-subsections, reward signals and behavioral cloning, are the next to move out should it grow).
+parsers and the YAML loader (about 480 lines: one parser per section; the behavior's
+subsections, reward signals, behavioral cloning and self_play, are the next to move out).
 """
 from __future__ import annotations
 

@@ -36,6 +36,21 @@ AgentKeys = Sequence[Hashable]
 """One key per decision row: (build, agent id) pairs in an actor, anything hashable in tests."""
 
 
+def stored_memories(store: dict, agent_keys: "AgentKeys | None", n: int,
+                    memory_size: int) -> np.ndarray:
+    """[n, memory_size]: each row's memory from ``store`` (AgentKey -> [memory_size]); zeros for
+    agents not in it (a new episode) or when no keys are given."""
+    memory = np.zeros((n, memory_size), np.float32)
+    if agent_keys is not None:
+        if len(agent_keys) != n:
+            raise ValueError(f"{len(agent_keys)} agent keys for {n} observation rows")
+        for i, key in enumerate(agent_keys):
+            stored = store.get(key)
+            if stored is not None:
+                memory[i] = stored
+    return memory
+
+
 class ActingPolicy(abc.ABC):
     """One behavior's policy copy inside an actor (see the module doc for the call order)."""
 

@@ -18,7 +18,7 @@ from unity_rl.algorithms.nets import seeded_init, set_torch_threads
 from unity_rl.algorithms.ppo.model import (DEFAULT_ARCH, LEGACY_ARCH, ActionSpecLike, ActorCritic,
                                            DeterministicActor, check_obs_shapes, env_action_clamp,
                                            load_normalizer)
-from unity_rl.runtime.acting import ActingPolicy, AgentKeys
+from unity_rl.runtime.acting import ActingPolicy, AgentKeys, stored_memories
 
 
 def ppo_policy(obs_shapes: Sequence[tuple[int, ...]], action_spec: Any, seed: int, *,
@@ -139,15 +139,7 @@ class PPOPolicy(ActingPolicy):
 
     def _memories_of(self, agent_keys: AgentKeys | None, n: int) -> np.ndarray:
         """[n, memory_size]: each row's agent memory (zeros for new agents or without keys)."""
-        memory = np.zeros((n, self.model.memory_size), np.float32)
-        if agent_keys is not None:
-            if len(agent_keys) != n:
-                raise ValueError(f"{len(agent_keys)} agent keys for {n} observation rows")
-            for i, key in enumerate(agent_keys):
-                stored = self.memories.get(key)
-                if stored is not None:
-                    memory[i] = stored
-        return memory
+        return stored_memories(self.memories, agent_keys, n, self.model.memory_size)
 
     def step_extras(self) -> dict[str, np.ndarray]:
         """With memory: ``{"memories": [n, memory_size]}``, the memory each row of the last

@@ -33,7 +33,7 @@ from unity_rl.algorithms.offpolicy.acting import OffPolicyActingPolicy
 from unity_rl.algorithms.sac.config import SACConfig
 from unity_rl.algorithms.sac.nets import Body, SACActor
 from unity_rl.experience import Trajectory
-from unity_rl.runtime.acting import AgentKeys
+from unity_rl.runtime.acting import AgentKeys, stored_memories
 
 
 class SACActingPolicy(OffPolicyActingPolicy):
@@ -109,15 +109,7 @@ class SACActingPolicy(OffPolicyActingPolicy):
     # -- memory ------------------------------------------------------------------------------
     def _memories_of(self, agent_keys: AgentKeys | None, n: int) -> np.ndarray:
         """[n, memory_size]: each row's agent memory (zeros for new agents or without keys)."""
-        memory = np.zeros((n, self.memory_size), np.float32)
-        if agent_keys is not None:
-            if len(agent_keys) != n:
-                raise ValueError(f"{len(agent_keys)} agent keys for {n} observation rows")
-            for i, key in enumerate(agent_keys):
-                stored = self.memories.get(key)
-                if stored is not None:
-                    memory[i] = stored
-        return memory
+        return stored_memories(self.memories, agent_keys, n, self.memory_size)
 
     def step_extras(self) -> dict[str, np.ndarray]:
         """With memory: ``{"memories": [n, memory_size]}``, the memory each row of the last

@@ -31,6 +31,9 @@ over them too (``SACConfig.padded_value_loss``).
 Observations: flat rows, one normaliser (``observe`` folds new rows in as they arrive, as
 ML-Agents' ``_process_trajectory`` does; Q1, Q2, V and V' share it, as its ``copy_normalization``
 makes them). No process-wide torch state is set.
+
+Size (about 420 lines): the update in paper order plus its memory-sequence path; the sequence
+helpers (critic memories, V' one step in) are the next to move out should it grow.
 """
 from __future__ import annotations
 
