@@ -99,3 +99,45 @@ def test_buffer_only_and_goal_buffer():
     assert out.shape == (2, 128) and torch.isfinite(out).all()
     with pytest.raises(ValueError, match="goal signal"):
         ObservationEncoder([(4,), (6, 5)], cfg, goal_indices=(1,))
+
+
+def _encoder_outputs_and_grads(encoder: ObservationEncoder, flat: torch.Tensor):
+    encoder.zero_grad()
+    out = encoder(flat)
+    (out * torch.linspace(-1, 1, out.shape[1])).sum().backward()
+    return out.detach().clone(), [p.grad.clone() for p in encoder.parameters()]
+
+
+@pytest.mark.parametrize("filled", [(3, 0, 1, 2), (0, 0, 0, 0), (6, 6, 6, 6), (1, 0, 0, 0)])
+def test_fast_path_equals_mlagents_ops(monkeypatch, filled):
+    """Off export the attention runs fewer tensor passes and drops padding columns (attention.py
+    module doc); outputs and gradients equal those of ML-Agents' ops (the export path)."""
+    import unity_rl.algorithms.attention as attention
+    import unity_rl.algorithms.encoders as encoders
+    torch.manual_seed(1)
+    cfg = SimpleNamespace(hidden_units=32, vis_encode_type="simple")
+    encoder = ObservationEncoder([(4,), (6, 5), (3,)], cfg)
+    ent = torch.randn(len(filled), 6, 5)
+    for row, k in enumerate(filled):
+        ent[row, k:] = 0.0
+    flat = torch.cat([torch.randn(len(filled), 4), ent.reshape(len(filled), -1),
+                      torch.randn(len(filled), 3)], dim=1)
+    fast, fast_grads = _encoder_outputs_and_grads(encoder, flat)
+    for module in (attention, encoders):
+        monkeypatch.setattr(module, "exporting", lambda: True)
+    exact, exact_grads = _encoder_outputs_and_grads(encoder, flat)
+    np.testing.assert_allclose(fast.numpy(), exact.numpy(), atol=1e-5)
+    for a, b in zip(fast_grads, exact_grads):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-5)
+    assert float(fast[:, -encoder.ATTENTION_EMBEDDING_SIZE:].abs().sum()) > 0 or not any(filled)
+
+
+def test_trim_padding_keeps_every_column_a_row_uses():
+    from unity_rl.algorithms.attention import trim_padding
+    ent = torch.zeros(3, 6, 2)
+    ent[0, 0] = 1.0
+    ent[2, 3] = 1.0  # a real entity after a padding row still counts
+    kept, mask = trim_padding(ent, get_zero_entities_mask([ent])[0])
+    assert kept.shape == (3, 4, 2) and mask.shape == (3, 4)
+    empty, _ = trim_padding(torch.zeros(2, 6, 2), torch.ones(2, 6))
+    assert empty.shape == (2, 1, 2)

@@ -22,7 +22,9 @@ Contract:
   (Linear(width -> 128) + Swish) and every entity is embedded as ``[x_self, entity]``; the
   embeddings of all buffer sensors (in observation order) go through one
   ``ResidualSelfAttention(128, Σ max)`` with the zero rows masked (``get_zero_entities_mask``),
-  and its masked mean-pool (128 wide) is appended after the other encodings. Parameters register
+  and its masked mean-pool (128 wide) is appended after the other encodings. Off export, entity
+  columns that are padding in every row of the batch are dropped first (``trim_padding``: the
+  same pooled vector; Sorter's first lessons fill 1 or 2 of 20 rows). Parameters register
   in ML-Agents' order (per-observation encoders in observation order, ``rsa``,
   ``x_self_encoder``), so ML-Agents' encoder parameters map on by position. A buffer sensor
   cannot be a goal observation (ML-Agents refuses it too). Given the indices of
@@ -39,7 +41,8 @@ import torch
 from torch import nn
 
 from unity_rl.algorithms.attention import (EntityEmbedding, LinearEncoder, ResidualSelfAttention,
-                                           attention_gain, get_zero_entities_mask)
+                                           attention_gain, exporting, get_zero_entities_mask,
+                                           trim_padding)
 from unity_rl.algorithms.network_config import VISUAL_ENCODERS
 from unity_rl.algorithms.nets import Swish  # noqa: F401 (re-exported: its historical home)
 from unity_rl.algorithms.normalizer import RunningNormalizer
@@ -322,6 +325,9 @@ class ObservationEncoder(nn.Module):
         entities = [flat[:, self.layout.slices[i]].reshape(n, *self.layout.obs_shapes[i])
                     for i in self.entity_indices]
         masks = get_zero_entities_mask(entities)
+        if not exporting():  # columns that are padding in every row change nothing: dropped
+            entities, masks = map(list, zip(*(trim_padding(e, m)
+                                              for e, m in zip(entities, masks))))
         processed_self = (self.x_self_encoder(encoded_self)
                           if self.x_self_encoder is not None and encoded_self is not None else None)
         embeddings = [self.encoders[str(i)](processed_self, ent)
