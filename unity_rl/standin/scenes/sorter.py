@@ -27,12 +27,23 @@ Unity's interface (``Sorter/Prefabs/Area.prefab``, ``SorterAgent.cs``; ``EXAMPLE
   ``num_tiles``), numbers drawn without replacement from 1..20, each on its own one of 20 slots
   on a circle around the agent's start.
 
-Stand-in choices (not Unity's physics): a flat disc arena of radius 5.5, tiles at radius 4 on
-angles k·18° (a ring the agent reaches in about 4 decisions), the agent a disc that moves 0.15
-per academy step (7.5 units/s) without inertia and turns 4° per academy step (Unity's 200°/s ×
-0.02 s), a tile touched when the agent's centre comes within 1.0 of it; the agent starts each
-episode at the centre with a random heading. The arena is small so that a random policy touches
-tiles often (episodes of tens of decisions, not hundreds): the task is learnable in minutes.
+Geometry at Unity's scale (``Area.prefab``): each tile is a box 3.5 wide (along the circle) and
+1.5 deep whose centre is 20.5 from the area's centre, at slot angle k·18° (Unity rotates the
+tile's parent by k·360°/20 about the vertical; the observed position is that box's centre,
+``GetChild(1)``), so at the start a tile's relative position / 20 has length about 1, as in
+Unity, and the boxes cover a bit more than half of their slot's arc. Tiles are not obstacles here
+(Unity's colliders stop the agent; a touch is what counts). Stand-in choices (not Unity's
+physics): the agent is a disc of radius 0.5 that touches a tile when its disc meets the box (its
+centre within the box grown by 0.5), moves 0.3 per academy step (15 units/s; 1.5 per decision,
+so the ring is about 13 decisions away) without inertia, its centre within 21.5 of the area's centre (so
+along that rim it meets every tile box it passes), and turns 4° per academy step (Unity's 200°/s × 0.02 s); it starts each episode at
+the centre with a random heading (Unity resets the position, not the rotation).
+
+Why not smaller: an arena shrunk 5× with Unity's /20 scaling kept (the first version: tiles at
+radius 4, touched within 1.0 of a point, 1.25 apart) showed tile directions at about 0.2 instead
+of Unity's 1, and made neighbouring tiles' touch zones overlap (Unity's boxes leave gaps);
+within 150k agent-steps a policy that saw the tiles did no better than a blind one
+(docs/curricula.md).
 
 ``--standin-blind``: the buffer sensor sends zero rows only (every row is padding), same shape:
 a baseline that never sees the tiles (what dropping the buffer observation costs).
@@ -51,10 +62,27 @@ HIGHEST_TILE = 20
 ENTITY_SIZE = HIGHEST_TILE + 3
 DEFAULT_MAX_NUM_TILES = 20
 MAX_STEP = 5000
-ARENA_RADIUS, TILE_RADIUS, TOUCH = 5.5, 4.0, 1.0
-SPEED, TURN = 0.15, np.deg2rad(4.0)
+TILE_RADIUS = 20.5
+"""Distance of a tile's box centre from the area's centre (Unity's ``Cube`` at local z 20.5)."""
+TILE_HALF_WIDTH, TILE_HALF_DEPTH = 1.75, 0.76
+"""Half the box's size along the circle (3.5) and along the radius (1.52), Unity's scale."""
+AGENT_RADIUS = 0.5
+ARENA_RADIUS = 21.5
+"""The agent's centre stays within this distance of the area's centre."""
+SPEED, TURN = 0.3, np.deg2rad(4.0)
 VARIABLE_SIZE, NONE = 4, 1
 """mlagents-envs' DimensionProperty values of a buffer sensor's two axes."""
+
+
+def touching(tiles: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """[n, rows] bool: the agent's disc (centre ``pos`` [n, 2]) meets the box of each tile
+    (centres ``tiles`` [n, rows, 2], boxes facing the area's centre)."""
+    radial = tiles / np.maximum(np.linalg.norm(tiles, axis=2, keepdims=True), 1e-9)
+    d = pos[:, None, :] - tiles
+    along_radius = np.sum(d * radial, axis=2)
+    along_circle = d[..., 0] * radial[..., 1] - d[..., 1] * radial[..., 0]
+    return ((np.abs(along_circle) <= TILE_HALF_WIDTH + AGENT_RADIUS)
+            & (np.abs(along_radius) <= TILE_HALF_DEPTH + AGENT_RADIUS))
 
 
 class SorterModel:
@@ -123,8 +151,7 @@ class SorterModel:
         rows = np.arange(HIGHEST_TILE)[None, :]
         on_floor = rows < self.count[idx][:, None]
         untouched = on_floor & (rows >= self.next[idx][:, None])
-        near = np.linalg.norm(self.tiles[idx] - pos[:, None, :], axis=2) < TOUCH
-        hits = near & untouched
+        hits = touching(self.tiles[idx], pos) & untouched
         right_tile = hits[np.arange(len(idx)), self.next[idx].clip(0, HIGHEST_TILE - 1)]
         wrong = hits.any(1) & ~(right_tile & (hits.sum(1) == 1))
         good = right_tile & ~wrong
