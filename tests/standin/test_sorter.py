@@ -13,7 +13,9 @@ from mlagents_envs.side_channel.environment_parameters_channel import Environmen
 
 from tests.standin.test_builds import random_step
 from unity_rl.standin.scenes import SCENES
-from unity_rl.standin.scenes.sorter import HIGHEST_TILE, MAX_STEP, TILE_RADIUS, SorterModel
+from unity_rl.standin.scenes.sorter import (AGENT_RADIUS, ARENA_RADIUS, HIGHEST_TILE, MAX_STEP,
+                                            TILE_HALF_WIDTH, TILE_RADIUS, SorterModel,
+                                            touching)
 from unity_rl.standin.side_channels import EnvironmentParameters
 
 NAME = "Sorter?team=0"
@@ -150,7 +152,6 @@ def test_geometry_is_unitys_scale():
     """Tiles' boxes at radius 20.5 (Unity's Area.prefab): a tile's position relative to the agent
     at the start is about 1 after Unity's / 20, and a disc between two neighbouring boxes on the
     circle touches neither (Unity's boxes leave gaps), while one at a box's centre touches it."""
-    from unity_rl.standin.scenes.sorter import (AGENT_RADIUS, TILE_HALF_WIDTH, touching)
     model = _model(20, seed=1)
     count = int(model.count[0])
     rel = model.observe(np.array([0]))[0][0, :count, HIGHEST_TILE:HIGHEST_TILE + 2]
@@ -168,7 +169,6 @@ def test_seeing_the_tiles_is_worth_it():
     """At Unity's first lesson (num_tiles 2) a scripted policy that walks to the tiles in order
     earns about 1.5 an episode; a blind one (out to the rim, then along it) earns at most 0.75
     in expectation: a wrong first tile in half the two-tile episodes."""
-    from unity_rl.standin.scenes.sorter import ARENA_RADIUS
 
     def mean_return(seeing: bool, episodes: int = 60) -> float:
         model = _model(2, seed=5)
