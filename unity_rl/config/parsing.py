@@ -40,24 +40,13 @@ from unity_rl.config.keys import (
     UNITY_RL_KEYS,
     UNSUPPORTED,
 )
-from unity_rl.config.sections import (
-    MEMORY_TRAINER_TYPES,
-    SAMPLER_PARAMETERS,
-    BehaviorConfig,
-    CheckpointConfig,
-    ConfigError,
-    CompletionCriteria,
-    Curriculum,
-    EnvironmentParameter,
-    FrozenMap,
-    Lesson,
-    RunConfig,
-    SamplerType,
-    SelfPlayConfig,
-    TorchConfig,
-    UnityRLConfig,
-    is_int,
-)
+from unity_rl.config.behavior_config import MEMORY_TRAINER_TYPES, BehaviorConfig, SelfPlayConfig
+from unity_rl.config.environment_parameters import (SAMPLER_PARAMETERS, CompletionCriteria,
+                                                    Curriculum, EnvironmentParameter, Lesson,
+                                                    SamplerType)
+from unity_rl.config.frozen_map import FrozenMap
+from unity_rl.config.run_config import CheckpointConfig, RunConfig, TorchConfig, UnityRLConfig
+from unity_rl.errors import ConfigError
 from unity_rl.config.strict import (  # noqa: F401 - VALUE_ERROR, Where, coerce re-exported
     VALUE_ERROR,
     Where,

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from unity_rl.config.keys import NOT_SUPPORTED
-from unity_rl.config.sections import ConfigError, is_int
+from unity_rl.config.field_checks import is_int
+from unity_rl.errors import ConfigError
 
 
 class Where:
