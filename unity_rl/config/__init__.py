@@ -42,8 +42,8 @@ self-play, memory outside PPO and SAC, ...) are refused by name; only the values
 The package splits by concern: the sections as frozen dataclasses (``run_config``: ``RunConfig``
 and its run-level sections; ``behavior_config``; ``environment_parameters``: samplers and
 curricula; built of ``frozen_map`` and ``field_checks``), ``keys`` (YAML keys <-> fields),
-``strict`` and ``parsing`` (strict loading), ``overrides`` (command-line values), ``dump``
-(writing it back).
+``strict``, ``parsing``, ``parse_behavior`` and ``parse_environment_parameters`` (strict
+loading), ``overrides`` (command-line values), ``dump`` (writing it back).
 
 ``hyperparameters`` are read by the trainer type's spec (``unity_rl.algorithms.registry``): its
 torch-free config dataclass and YAML keys. PPO keeps ML-Agents' keys and lands in ``PPOConfig``,

@@ -8,7 +8,7 @@ from typing import Any
 
 
 from unity_rl.config.keys import CHECKPOINT_KEYS, ENGINE_KEYS, ENV_KEYS, UNITY_RL_KEYS
-from unity_rl.config.parsing import VALUE_ERROR, Where, coerce
+from unity_rl.config.strict import VALUE_ERROR, Where, coerce
 from unity_rl.config.behavior_config import BehaviorConfig
 from unity_rl.config.frozen_map import FrozenMap
 from unity_rl.config.run_config import RunConfig
