@@ -21,7 +21,8 @@ from unity_rl.replay import ReplayBuffer, SharedReplayBuffer, restore_replay
 from unity_rl.experience import StepExtras, Trajectory, TransitionBatch
 from unity_rl.config import ConfigError, FrozenMap, apply_overrides, load_config
 from unity_rl.metrics import read_progress
-from unity_rl.runtime.actor import Actor, ActorSpec, StreamSettings
+from unity_rl.runtime.actor import Actor
+from unity_rl.runtime.actor_spec import ActorSpec, StreamSettings
 from unity_rl.runtime.collector import TrajectoryCollector
 from unity_rl.runtime.algorithm import BehaviorPlan
 from unity_rl.runtime.messages import BehaviorWeights, PolicyWeights, Rollout

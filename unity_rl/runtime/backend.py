@@ -36,7 +36,7 @@ from typing import Any, Callable, Collection, Sequence
 
 import psutil
 
-from unity_rl.runtime.actor import ActorSpec
+from unity_rl.runtime.actor_spec import ActorSpec
 from unity_rl.runtime.messages import ActorInfo, Control, PolicyWeights, Rollout
 
 logger = logging.getLogger(__name__)

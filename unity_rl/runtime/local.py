@@ -45,7 +45,8 @@ from typing import Any, Sequence
 import psutil
 
 from unity_rl.runtime import messages
-from unity_rl.runtime.actor import ActorSpec, actor_loop
+from unity_rl.runtime.actor_spec import ActorSpec
+from unity_rl.runtime.actor_loop import actor_loop
 from unity_rl.runtime.backend import TAG_ENV, kill_tagged_processes, limit_torch_threads
 from unity_rl.runtime.supervisor import ActorSupervisor, Event, Phase, Slot
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from unity_rl.config import BehaviorConfig, ConfigError, RunConfig
 from unity_rl.envs.behavior import ALL_BEHAVIORS
-from unity_rl.runtime.actor import ActorSpec, StreamSettings
+from unity_rl.runtime.actor_spec import ActorSpec, StreamSettings
 from unity_rl.algorithms.registry import trainer_type
 from unity_rl.runtime.algorithm import Algorithm
 from unity_rl.runtime.backend import ActorBackend
