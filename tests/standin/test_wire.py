@@ -7,7 +7,8 @@ from mlagents_envs.communicator_objects.agent_action_pb2 import AgentActionProto
 from mlagents_envs.communicator_objects.unity_message_pb2 import UnityMessageProto
 from mlagents_envs.rpc_utils import behavior_spec_from_proto, steps_from_proto
 
-from unity_rl.standin.academy import Academy, brain_parameters_bytes
+from unity_rl.standin.academy import Academy
+from unity_rl.standin.agent_groups import brain_parameters_bytes
 from unity_rl.standin.options import PlayerOptions
 from unity_rl.standin.scenes import SCENES
 from unity_rl.standin.scenes.visual_ball import VisualBallModel

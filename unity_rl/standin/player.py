@@ -135,7 +135,7 @@ def _setup(scene_name: str, argv: list[str]):
     log(f"stand-in Unity player (not a real Unity build), scene {scene_name}, pid {os.getpid()}")
     log(f"arguments: {' '.join(argv)}")
     # numpy and the scenes load only now: an import error lands in the log, not on a console.
-    from unity_rl.standin.academy import plan_groups
+    from unity_rl.standin.agent_groups import plan_groups
     from unity_rl.standin.scenes import SCENES
 
     behaviors = SCENES.get(scene_name)
