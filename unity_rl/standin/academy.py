@@ -48,12 +48,8 @@ from unity_rl.standin.agent_groups import NO_AGENTS, Group, plan_groups
 from unity_rl.standin.options import PlayerOptions
 from unity_rl.standin.scenes.base import BehaviorDef
 from unity_rl.standin.side_channels import EnvironmentParameters
-from unity_rl.standin.wire import (
-    ActionBatch,
-    AgentInfoBatch,
-    encode_agent_infos,
-    encode_output_message,
-)
+from unity_rl.standin.wire import AgentInfoBatch, encode_agent_infos, encode_output_message
+from unity_rl.standin.wire_input import ActionBatch
 
 
 @dataclass

@@ -253,12 +253,8 @@ def run(scene_name: str, argv: list[str]) -> int:
 def _serve(exchange, rpc_error, first: bytes, academy, receiver, opts, log, shutdown,
            parent: int) -> int:
     """The academy loop: one EnvironmentStep per iteration, a message when one is due."""
-    from unity_rl.standin.wire import (
-        COMMAND_QUIT,
-        COMMAND_RESET,
-        STATUS_OK,
-        decode_input_message,
-    )
+    from unity_rl.standin.wire import STATUS_OK
+    from unity_rl.standin.wire_input import COMMAND_QUIT, COMMAND_RESET, decode_input_message
 
     pacer = _Pacer() if opts.realtime else None
     step_delay, crash_after, hang_after = opts.step_delay, opts.crash_after, opts.hang_after
