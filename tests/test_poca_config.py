@@ -1,6 +1,6 @@
 """``trainer_type: poca`` in configs: Unity's POCA configs load unchanged with ML-Agents'
 meaning; what mlagents-learn refuses (``shared_critic``) and what is not supported yet
-(``self_play``, ``memory``) is refused by name."""
+(``memory``) is refused by name; learned reward signals load as mlagents-learn takes them."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -48,8 +48,6 @@ def _variant(tmp_path, old: str, new: str) -> Path:
 @pytest.mark.parametrize("old,new,names", [
     ("      num_epoch: 3\n", "      num_epoch: 3\n      shared_critic: true\n",
      ("hyperparameters", "shared_critic")),
-    ("      strength: 1.0\n", "      strength: 1.0\n      rnd: {gamma: 0.99, strength: 0.01}\n",
-     ("reward_signals", "rnd", "poca")),
     ("      vis_encode_type: simple\n",
      "      vis_encode_type: simple\n      memory: {sequence_length: 64, memory_size: 128}\n",
      ("memory", "poca")),
@@ -59,3 +57,11 @@ def test_what_is_refused_is_named(tmp_path, old, new, names):
         load_config(_variant(tmp_path, old, new))
     for name in names:
         assert name in str(err.value)
+
+
+def test_learned_reward_signals_load_for_poca(tmp_path):
+    """mlagents-learn 1.1.0 warns at run time and trains them (docs/multi-agent.md)."""
+    path = _variant(tmp_path, "      strength: 1.0\n",
+                    "      strength: 1.0\n      rnd: {gamma: 0.9, strength: 0.01}\n")
+    signals = load_config(path).behaviors["DungeonEscape"].reward_signals
+    assert [(s.name, s.gamma) for s in signals] == [("extrinsic", 0.99), ("rnd", 0.9)]

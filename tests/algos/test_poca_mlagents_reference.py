@@ -11,6 +11,11 @@ its mates' later steps have one member masked out) and an interrupted group, so 
 the entity embeddings, the masked attention, the member count, the baseline with groupmates'
 actions, the groupmate and group rewards, the λ-returns and their bootstrap rule, both value
 losses, the policy loss and one Adam over actor and critic together.
+
+``poca_curiosity.npz`` and ``poca_rnd.npz`` add a learned reward signal beside the extrinsic one,
+as mlagents-learn 1.1.0's POCA runs it after its warning: the signal's rewards per trajectory,
+its own value and baseline heads with its gamma and ``ignore_done``, the mean advantage over the
+two streams, and the signal's update after each minibatch's POCA step, with its own Adam.
 """
 from __future__ import annotations
 
@@ -24,7 +29,10 @@ import torch
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.poca.config import POCAConfig
 from unity_rl.algorithms.poca.learner import POCALearner, lambda_return
-from unity_rl.algorithms.reward_signals.config import RewardSignalConfig
+from tests.algos.test_reward_signal_reference import our_name
+from unity_rl.algorithms.reward_signals.base import SignalBatch
+from unity_rl.algorithms.reward_signals.config import (CuriosityConfig, RewardSignalConfig,
+                                                       RNDConfig)
 from unity_rl.experience import StepExtras, Trajectory
 
 REFERENCE = Path(__file__).resolve().parent / "mlagents_reference"
@@ -32,11 +40,12 @@ MEMBERS = 3
 
 
 def _load(name: str) -> dict[str, dict[str, np.ndarray]]:
-    out: dict[str, dict[str, np.ndarray]] = {"before": {}, "after": {}, "data": {}, "case": {}}
+    out: dict[str, dict[str, np.ndarray]] = {"before": {}, "after": {}, "data": {}, "case": {},
+                                             "pre": {}}
     with np.load(REFERENCE / f"poca_{name}.npz") as npz:
         for key in npz.files:
             group, field = key.split("/", 1)
-            out[group][field] = npz[key]
+            out.setdefault(group, {})[field] = npz[key]
     return out
 
 
@@ -101,8 +110,16 @@ def _learner(case: dict, n: int) -> POCALearner:
                      max_steps=int(case["max_steps"]))
     net = NetworkConfig(normalize=False, hidden_units=int(case["hidden"]),
                         num_layers=int(case["layers"]))
-    return POCALearner([(int(case["obs"]),)], spec, cfg, net, seed=0,
-                       reward_signals=(RewardSignalConfig("extrinsic", gamma=float(case["gamma"])),))
+    signals = [RewardSignalConfig("extrinsic", gamma=float(case["gamma"]))]
+    if "signal" in case:
+        settings = {"curiosity": CuriosityConfig, "rnd": RNDConfig}[str(case["signal"])]
+        signals.append(settings(str(case["signal"]), gamma=float(case["signal_gamma"]),
+                                strength=float(case["strength"]),
+                                learning_rate=float(case["signal_lr"]),
+                                network_settings=NetworkConfig(
+                                    hidden_units=int(case["signal_hidden"]),
+                                    num_layers=int(case["signal_layers"]))))
+    return POCALearner([(int(case["obs"]),)], spec, cfg, net, seed=0, reward_signals=signals)
 
 
 def _ours(learner: POCALearner, key: str) -> tuple[torch.nn.Module, str]:
@@ -115,13 +132,35 @@ def _ours(learner: POCALearner, key: str) -> tuple[torch.nn.Module, str]:
     return learner.model, key
 
 
-@pytest.mark.parametrize("name", ["discrete", "hybrid"])
-def test_one_update_lands_on_mlagents_weights(name):
+def _signal_state(weights: dict) -> dict[str, torch.Tensor]:
+    """ML-Agents' reward-provider parameters under our names (normaliser buffers left out)."""
+    return {ours: torch.from_numpy(v) for k, v in weights.items()
+            if (ours := our_name(k)) is not None}
+
+
+@pytest.mark.parametrize("name", ["discrete", "hybrid", "curiosity", "rnd"])
+def test_one_update_lands_on_mlagents_weights(name, caplog):
     ref = _load(name)
     case, data = ref["case"], ref["data"]
     trajectories = _trajectories(case, data)
     n = sum(len(t.rewards) for t in trajectories)
     learner = _learner(case, n)
+    signal = learner.reward_signals[1] if "signal" in case else None
+    if signal is not None:  # ML-Agents' create_reward_signals warning, then the signal is used
+        assert f"Reward signal {signal.name.capitalize()} is not supported with the POCA " \
+               "trainer" in caplog.text
+        assert learner.critic.value_head_names == ["extrinsic", signal.name]
+        signal.modules.load_state_dict(_signal_state(ref["signal_before"]))
+        pre = ref["pre"]
+        if pre:  # curiosity: its first update, on a batch of its own
+            signal.update(SignalBatch(pre["obs0"], pre["continuous"], pre["discrete"],
+                                      pre["next_obs0"], np.zeros(len(pre["obs0"]), np.float32),
+                                      np.zeros(len(pre["obs0"]), np.float32), pre["masks"]))
+        evaluated = np.concatenate([
+            signal.rewards(SignalBatch.from_trajectory(t, learner.continuous_size))
+            for t in trajectories]) * signal.strength
+        assert np.ptp(data["signal_rewards"]) > 1e-2, "the case tests nothing"
+        np.testing.assert_allclose(evaluated, data["signal_rewards"], rtol=1e-5, atol=1e-6)
     critic_keys = {k for k in ref["before"] if k.startswith("critic/")}
     assert {_ours(learner, k)[1] for k in critic_keys} == set(learner.critic.state_dict()), \
         "the reference and POCACritic name different parameters"
@@ -134,9 +173,22 @@ def test_one_update_lands_on_mlagents_weights(name):
                 state[ours] = torch.as_tensor(value, dtype=state[ours].dtype)
         module.load_state_dict(state)
 
-    learner.update(trajectories, collected_steps=n)
+    metrics = learner.update(trajectories, collected_steps=n)
 
     assert float(learner.critic.max_agents) == MEMBERS
+    if signal is not None:
+        tag = signal.name.capitalize()
+        assert {f"Policy/{tag} Value Estimate", f"Policy/{tag} Baseline Estimate",
+                f"Policy/{tag} Reward"} <= set(metrics)
+        assert any(k.startswith("Losses/") and k not in ("Losses/Policy Loss",
+                   "Losses/Value Loss", "Losses/Baseline Loss") for k in metrics), metrics
+        before = _signal_state(ref["signal_before"])
+        got = signal.modules.state_dict()
+        for key, expected in _signal_state(ref["signal_after"]).items():
+            if not key.startswith("target."):  # RND's target network is fixed
+                assert (expected - before[key]).abs().max() > 1e-5, f"{key} did not move"
+            np.testing.assert_allclose(got[key].numpy(), expected.numpy(), rtol=0, atol=2e-6,
+                                       err_msg=f"{name}: signal {key} differs from ML-Agents'")
     for key, expected in ref["after"].items():
         if key == "critic/_current_max_agents":
             continue

@@ -15,6 +15,15 @@ have one member fewer, NaN-padded and masked) and the others then terminate toge
 three interrupted (bootstrap). One minibatch per epoch (``batch_size`` = the buffer). The file
 holds the initial weights of actor and critic under this project's names, the data and the
 weights after the update; ``test_poca_mlagents_reference.py`` replays it with ``POCALearner``.
+
+Cases with ``signal`` add a learned reward signal beside the extrinsic one (``reward_signals:
+{extrinsic, curiosity}`` or ``{extrinsic, rnd}``; ML-Agents' POCA warns, then uses it): its own
+value and baseline heads in the critic, its rewards per trajectory in ``_process_trajectory``,
+and its update after each minibatch's POCA step (``update_reward_signals``). Curiosity's reward
+is 0 before its first update, so its provider is first updated once on a random batch (saved
+under ``pre/``, the test repeats it). The file adds the signal's weights before and after
+(``signal_before/``, ``signal_after/``, ML-Agents' names) and the rewards stored per step
+(``data/signal_rewards``).
 """
 from __future__ import annotations
 
@@ -24,10 +33,15 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import make_reward_signal_reference as signals  # noqa: E402
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.poca.optimizer_torch import POCASettings
 from mlagents.trainers.poca.trainer import POCATrainer
-from mlagents.trainers.settings import (NetworkSettings, RewardSignalSettings, RewardSignalType,
+from mlagents.trainers.buffer import RewardSignalUtil  # noqa: E402
+from mlagents.trainers.settings import (CuriositySettings, NetworkSettings,  # noqa: E402
+                                        RewardSignalSettings, RewardSignalType, RNDSettings,
                                         TrainerSettings)
 from mlagents.trainers.torch_entities.action_log_probs import LogProbsTuple
 from mlagents.trainers.trajectory import AgentExperience, AgentStatus, Trajectory
@@ -41,6 +55,12 @@ CASES = {
                      lambd=0.95, beta=5e-3, epochs=3),
     "hybrid": dict(obs=5, continuous=2, branches=(3,), hidden=12, layers=1, gamma=0.9,
                    lambd=0.9, beta=1e-2, epochs=3),
+    "curiosity": dict(obs=6, continuous=0, branches=(3, 2), hidden=16, layers=2, gamma=0.99,
+                      lambd=0.95, beta=5e-3, epochs=3, signal="curiosity", signal_gamma=0.8,
+                      strength=0.5, signal_hidden=12, signal_layers=2, signal_lr=1e-3),
+    "rnd": dict(obs=5, continuous=2, branches=(3,), hidden=12, layers=1, gamma=0.9, lambd=0.9,
+                beta=1e-2, epochs=3, signal="rnd", signal_gamma=0.9, strength=0.3,
+                signal_hidden=8, signal_layers=2, signal_lr=1e-3),
 }
 KINDS = "ABCDACBD"  # one group of each kind per letter; the first is A (three members at once)
 LENGTH, MEMBERS, DIES_AT = 6, 3, 2
@@ -64,12 +84,24 @@ def _trainer(case: dict) -> POCATrainer:
                                      num_epoch=case["epochs"]),
         network_settings=NetworkSettings(normalize=False, hidden_units=case["hidden"],
                                          num_layers=case["layers"]),
-        reward_signals={RewardSignalType.EXTRINSIC: RewardSignalSettings(gamma=case["gamma"])},
+        reward_signals={RewardSignalType.EXTRINSIC: RewardSignalSettings(gamma=case["gamma"]),
+                        **_signal(case)},
         max_steps=MAX_STEPS)
     trainer = POCATrainer("B", 100, settings, True, False, 0, os.devnull)
     behavior_id = BehaviorIdentifiers.from_name_behavior_id("B")
     trainer.add_policy(behavior_id, trainer.create_policy(behavior_id, spec))
     return trainer
+
+
+def _signal(case: dict) -> dict:
+    """The case's learned reward signal, as ML-Agents' settings ({} without one)."""
+    if "signal" not in case:
+        return {}
+    network = NetworkSettings(hidden_units=case["signal_hidden"], num_layers=case["signal_layers"])
+    kind, settings = {"curiosity": (RewardSignalType.CURIOSITY, CuriositySettings),
+                      "rnd": (RewardSignalType.RND, RNDSettings)}[case["signal"]]
+    return {kind: settings(gamma=case["signal_gamma"], strength=case["strength"],
+                           network_settings=network, learning_rate=case["signal_lr"])}
 
 
 def _weights(trainer: POCATrainer, case: dict) -> dict[str, np.ndarray]:
@@ -187,14 +219,30 @@ def make(name: str, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     trainer = _trainer(case)
     before = _weights(trainer, case)
-    data = _sample(trainer, case, np.random.default_rng(seed))
+    rng = np.random.default_rng(seed)
+    extra: dict[str, np.ndarray] = {}
+    provider = trainer.optimizer.reward_signals.get(case.get("signal", ""))
+    if provider is not None:
+        extra.update({f"signal_before/{k}": v for k, v in signals.weights(provider).items()})
+        if case["signal"] == "curiosity":  # one update first: its rewards are 0 before one
+            pre_case = dict(obs=[(case["obs"],)], continuous=case["continuous"],
+                            branches=case["branches"], padded=0)
+            buffer, pre = signals.batch(pre_case, np.random.default_rng(seed + 1))
+            provider.update(buffer)
+            extra.update({f"pre/{k}": v for k, v in pre.items()})
+    data = _sample(trainer, case, rng)
     _feed(trainer, case, data)
+    if provider is not None:  # what _process_trajectory stored per step
+        extra["data/signal_rewards"] = np.asarray(trainer.update_buffer[
+            RewardSignalUtil.rewards_key(case["signal"])].get_batch(), np.float32)
     assert trainer._is_ready_update(), "the buffer must trigger exactly one update"
     trainer._update_policy()
     after = _weights(trainer, case)
+    if provider is not None:
+        extra.update({f"signal_after/{k}": v for k, v in signals.weights(provider).items()})
     path = HERE / f"poca_{name}.npz"
     np.savez_compressed(
-        path, **{f"before/{k}": v for k, v in before.items()},
+        path, **extra, **{f"before/{k}": v for k, v in before.items()},
         **{f"after/{k}": v for k, v in after.items()},
         **{f"data/{k}": v for k, v in data.items()},
         **{f"case/{k}": np.asarray(v) for k, v in case.items()},

@@ -19,5 +19,4 @@ SPEC = TrainerTypeSpec(
     policy_loader="unity_rl.algorithms.ppo.export:load_policy_module",
     default_segment_steps=default_segment_steps,
     fill_defaults=fill_defaults,
-    learned_reward_signals=False,  # the POCA learner updates no reward model yet
 )

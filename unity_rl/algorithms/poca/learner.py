@@ -7,16 +7,21 @@ single-process (``poca/trainer.py``, ``poca/optimizer_torch.py``; TRAINERS.md §
 - Centralised critic ``POCACritic`` (``model.py``) over the agent and its groupmates
   (``Trajectory.extras.group_obs``, absent members NaN): V(s_group) and the counterfactual
   baseline Q(s, a_−i) per agent.
-- Rewards: signal k's ``rewards(trajectory) · strength``; the extrinsic signal also adds the
-  groupmates' individual rewards and the group reward (``ExtrinsicRewardProvider`` with
-  ``add_groupmate_rewards``).
+- Reward signals: one value head and one baseline head per signal (``POCAValueNetwork``'s
+  ``ValueHeads``). Signal k's rewards are ``rewards(trajectory) · strength`` on the agent's own
+  rows; the extrinsic signal also adds the groupmates' individual rewards and the group reward
+  (``ExtrinsicRewardProvider`` with ``add_groupmate_rewards``). Learned signals (curiosity, RND,
+  GAIL) are accepted with ML-Agents' warning ("not supported with the POCA trainer; results may
+  be unexpected") and then used as ML-Agents uses them: evaluated per trajectory with the
+  weights of the last update, and updated once per minibatch right after the POCA step, on the
+  same rows (``on_policy_trainer._update_policy``: ``update_reward_signals(minibatch)``).
 - Returns: TD(λ) per trajectory and signal (``lambda_return``: G_T = r_T + γ·V_next,
   G_t = r_t + (1−λ)·γ·V(s_{t+1}) + λ·γ·G_{t+1}), V_next = V(last_obs with the other members'
   latest observations), zero only when the agent terminated **and** no groupmate was still in
   its episode (``Trajectory.group_continues``): an agent that dies for its group bootstraps from
   the group's value. Advantage A = G − baseline, its mean over signals; normalised over the buffer.
 - Loss per minibatch: clipped surrogate (per action column) + 0.5·(value loss + 0.5·baseline
-  loss) − β·entropy, one Adam over actor and critic, ML-Agents' linear schedules. The value loss
+  loss) − β·entropy, one Adam over actor and critic (the learned signals' own Adams after it), ML-Agents' linear schedules. The value loss
   is anchored where ML-Agents 1.1.0 anchors it, at the returns (its ``value_estimates_key`` is
   the returns key, Unity-Technologies/ml-agents#6281: the unclipped squared error); the baseline
   loss is clipped around the baselines of the rollout.
@@ -48,7 +53,8 @@ from unity_rl.algorithms.ppo.losses import (clipped_surrogate_loss, decayed, mas
 from unity_rl.algorithms.ppo.model import (DEFAULT_ARCH, ActionSpecLike, ActorCritic,
                                            DeterministicActor, check_obs_shapes, load_normalizer,
                                            normalizer_state)
-from unity_rl.algorithms.reward_signals.base import SignalBatch
+from unity_rl.algorithms.reward_signals.base import (SignalBatch, episode_reward_metrics,
+                                                     update_learned_signals)
 from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
 from unity_rl.algorithms.reward_signals.registry import make_reward_signals
 from unity_rl.experience import Trajectory
@@ -90,6 +96,11 @@ class POCABatch(NamedTuple):
     """[N, K] the rollout's baselines (the baseline loss's clip anchor)."""
     values: np.ndarray
     """[N, K] V(s_group) of the rollout (for the metrics)."""
+    signal_batch: SignalBatch
+    """The same rows as the reward signals read them (the agent's own raw observations, next
+    observations, actions, dones): each learned signal's update takes the minibatch's rows."""
+    reward_metrics: dict
+    """``Policy/<Signal> Reward`` of this buffer (``episode_reward_metrics``)."""
 
 
 class POCALearner:
@@ -104,17 +115,22 @@ class POCALearner:
         self.obs_shapes = self.layout.obs_shapes
         self.obs_dim = self.layout.obs_dim
         self.device = torch.device(device)
-        self.reward_signals = make_reward_signals(reward_signals, self.obs_shapes, action_spec)
-        for signal in self.reward_signals:
-            if signal.name != "extrinsic":  # ML-Agents' create_reward_signals warning
+        for config in reward_signals:
+            if config.name != "extrinsic":  # ML-Agents' create_reward_signals warns, then uses it
                 logger.warning("Reward signal %s is not supported with the POCA trainer; results "
-                               "may be unexpected.", signal.name.capitalize())
-        heads = [s.name for s in self.reward_signals]
+                               "may be unexpected.", config.name.capitalize())
+        heads = [c.name for c in reward_signals]
         with seeded_init(seed):
             self.model = ActorCritic(self.obs_shapes, action_spec, network_cfg, value_heads=heads,
                                      goal_indices=goal_indices, shared_critic=True).to(self.device)
             self.critic = POCACritic(self.obs_shapes, action_spec, network_cfg,
                                      value_heads=heads).to(self.device)
+        with seeded_init(None if seed is None else seed + 1):  # as PPOLearner
+            self.reward_signals = make_reward_signals(reward_signals, self.obs_shapes,
+                                                      action_spec, device)
+        """One provider per reward signal, in value-head order; the learned ones (curiosity,
+        RND, GAIL) train inside ``optimise``, once per minibatch (``reward_signals/base.py``)."""
+        self.continuous_size = int(getattr(action_spec, "continuous_size", 0))
         # One Adam over actor + critic (ML-Agents: policy.actor.parameters() + critic.parameters())
         self.optimizer = torch.optim.Adam(
             list(self.model.parameters()) + list(self.critic.parameters()), lr=cfg.learning_rate)
@@ -178,13 +194,13 @@ class POCALearner:
     def update(self, trajectories: list[Trajectory],
                collected_steps: int | None = None,
                episode_length: float | None = None) -> dict[str, float]:
-        """One POCA update on these trajectories (``collected_steps``: the schedules' step).
-        ``episode_length`` (what PPO's host passes for learned reward signals' metrics) is
-        accepted and unused: POCA trains with extrinsic rewards only."""
-        del episode_length
-        return self.optimise(self.prepare(trajectories), collected_steps)
+        """One POCA update on these trajectories (``collected_steps``: the schedules' step;
+        ``episode_length``: the mean length of the episodes that ended while this buffer was
+        collected, for ``Policy/<Signal> Reward``)."""
+        return self.optimise(self.prepare(trajectories, episode_length), collected_steps)
 
-    def prepare(self, trajectories: list[Trajectory]) -> POCABatch:
+    def prepare(self, trajectories: list[Trajectory],
+                episode_length: float | None = None) -> POCABatch:
         """Steps 1-4: normalised observations, values, baselines, λ-returns, advantages."""
         trajectories = [t for t in trajectories if len(t.rewards) > 0]
         if not trajectories:
@@ -221,16 +237,20 @@ class POCALearner:
             baselines = self.critic.baseline(obs, mates, b_mates_actions).cpu().numpy()  # [N, K]
             next_values = self.critic.value(last_obs, next_mates).cpu().numpy()        # [M, K]
 
-        # 3. Per trajectory and signal k: rewards (extrinsic: + groupmates' + group reward),
+        # 3. Per trajectory and signal k: rewards (extrinsic: + groupmates' + group reward;
+        #    learned signals from the agent's own rows, as ML-Agents' _process_trajectory),
         #    λ-returns bootstrapped from V(s_next) unless the agent and its whole group ended.
         starts = np.cumsum([0] + lengths)
+        signal_rows = [SignalBatch.from_trajectory(t, self.continuous_size) for t in trajectories]
+        reward_sums = np.zeros(len(self.reward_signals))
         returns, advantages = [], []
         for i, traj in enumerate(trajectories):
             rows = slice(starts[i], starts[i + 1])
             done = bool(traj.terminated) and not traj.group_continues
             ret_k, adv_k = [], []
             for k, signal in enumerate(self.reward_signals):
-                r = self._rewards(signal, traj) * np.float32(signal.strength)
+                r = self._rewards(signal, traj, signal_rows[i]) * np.float32(signal.strength)
+                reward_sums[k] += float(np.sum(r))
                 v_next = 0.0 if done and not signal.ignore_done else float(next_values[i, k])
                 g = lambda_return(r, values[rows, k], signal.gamma, self.cfg.gae_lambda, v_next)
                 ret_k.append(g)
@@ -245,7 +265,11 @@ class POCALearner:
         return POCABatch(obs=obs, mates_obs=mates, mates_actions=b_mates_actions,
                          actions=b_actions, logprobs=b_logprobs, masks=b_masks,
                          advantages=self._tensor(b_adv), returns=self._tensor(np.concatenate(returns)),
-                         baselines=self._tensor(baselines), values=values)
+                         baselines=self._tensor(baselines), values=values,
+                         signal_batch=SignalBatch.concatenate(signal_rows),
+                         reward_metrics=episode_reward_metrics(
+                             self.reward_signals, reward_sums, len(obs_raw), trajectories,
+                             episode_length))
 
     def optimise(self, batch: POCABatch, collected_steps: int | None = None) -> dict[str, float]:
         """Steps 5-6: the schedules, then the minibatch epochs."""
@@ -263,6 +287,7 @@ class POCALearner:
 
         # 6. Clipped surrogate + 0.5·(value loss + 0.5·baseline loss) − β·entropy.
         stats: dict[str, list[float]] = {"pg": [], "v": [], "b": [], "ent": []}
+        signal_stats: dict[str, list[float]] = {}
         self.model.train()
         self.critic.train()
         for _epoch in range(cfg.num_epochs):
@@ -286,6 +311,11 @@ class POCALearner:
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 self.optimizer.step()
+                # 7. The learned reward signals train on the same minibatch, once each
+                #    (ML-Agents' on_policy_trainer: update_reward_signals(minibatch) after each
+                #    POCA step).
+                update_learned_signals(self.reward_signals, batch.signal_batch.rows(mb),
+                                       signal_stats)
                 stats["pg"].append(pg_loss.item())
                 stats["v"].append(v_loss.item())
                 stats["b"].append(b_loss.item())
@@ -308,13 +338,14 @@ class POCALearner:
             name = signal.name.capitalize()
             metrics[f"Policy/{name} Value Estimate"] = float(batch.values[:, k].mean())
             metrics[f"Policy/{name} Baseline Estimate"] = float(baselines[:, k].mean())
+        metrics.update({tag: float(np.mean(v)) for tag, v in signal_stats.items()})
+        metrics.update(batch.reward_metrics)
         return metrics
 
     # -- helpers --------------------------------------------------------------------------------
 
-    def _rewards(self, signal, traj: Trajectory) -> np.ndarray:
-        r = np.asarray(signal.rewards(SignalBatch.from_trajectory(traj, self.model.continuous_size)),
-                       np.float32)
+    def _rewards(self, signal, traj: Trajectory, rows: SignalBatch) -> np.ndarray:
+        r = np.asarray(signal.rewards(rows), np.float32)
         if signal.name == "extrinsic":  # ML-Agents' add_groupmate_rewards, and group_reward
             extras = traj.extras
             for extra in (extras.groupmate_rewards, extras.group_rewards):
