@@ -65,3 +65,12 @@ def test_learned_reward_signals_load_for_poca(tmp_path):
                     "      strength: 1.0\n      rnd: {gamma: 0.9, strength: 0.01}\n")
     signals = load_config(path).behaviors["DungeonEscape"].reward_signals
     assert [(s.name, s.gamma) for s in signals] == [("extrinsic", 0.99), ("rnd", 0.9)]
+
+
+def test_behavioral_cloning_loads_for_poca(tmp_path):
+    """ML-Agents' POCA optimizer builds a BCModule as PPO's does (docs/multi-agent.md)."""
+    path = _variant(tmp_path, "    keep_checkpoints: 5\n",
+                    "    behavioral_cloning: {demo_path: x.demo, strength: 0.5, steps: 10000}\n"
+                    "    keep_checkpoints: 5\n")
+    bc = load_config(path).behaviors["DungeonEscape"].behavioral_cloning
+    assert (bc.demo_path, bc.strength, bc.steps) == ("x.demo", 0.5, 10000)

@@ -41,7 +41,7 @@ MEMBERS = 3
 
 def _load(name: str) -> dict[str, dict[str, np.ndarray]]:
     out: dict[str, dict[str, np.ndarray]] = {"before": {}, "after": {}, "data": {}, "case": {},
-                                             "pre": {}}
+                                             "pre": {}, "shuffle": {}}
     with np.load(REFERENCE / f"poca_{name}.npz") as npz:
         for key in npz.files:
             group, field = key.split("/", 1)
@@ -161,17 +161,7 @@ def test_one_update_lands_on_mlagents_weights(name, caplog):
             for t in trajectories]) * signal.strength
         assert np.ptp(data["signal_rewards"]) > 1e-2, "the case tests nothing"
         np.testing.assert_allclose(evaluated, data["signal_rewards"], rtol=1e-5, atol=1e-6)
-    critic_keys = {k for k in ref["before"] if k.startswith("critic/")}
-    assert {_ours(learner, k)[1] for k in critic_keys} == set(learner.critic.state_dict()), \
-        "the reference and POCACritic name different parameters"
-    for module in (learner.model, learner.critic):
-        state = module.state_dict()
-        for key, value in ref["before"].items():
-            owner, ours = _ours(learner, key)
-            if owner is module:
-                assert state[ours].shape == value.shape, key
-                state[ours] = torch.as_tensor(value, dtype=state[ours].dtype)
-        module.load_state_dict(state)
+    _set_weights(learner, ref)
 
     metrics = learner.update(trajectories, collected_steps=n)
 
@@ -189,6 +179,26 @@ def test_one_update_lands_on_mlagents_weights(name, caplog):
                 assert (expected - before[key]).abs().max() > 1e-5, f"{key} did not move"
             np.testing.assert_allclose(got[key].numpy(), expected.numpy(), rtol=0, atol=2e-6,
                                        err_msg=f"{name}: signal {key} differs from ML-Agents'")
+    _check_weights(learner, ref, name)
+
+
+def _set_weights(learner: POCALearner, ref: dict) -> None:
+    """Actor and critic start from the reference's initial weights."""
+    critic_keys = {k for k in ref["before"] if k.startswith("critic/")}
+    assert {_ours(learner, k)[1] for k in critic_keys} == set(learner.critic.state_dict()), \
+        "the reference and POCACritic name different parameters"
+    for module in (learner.model, learner.critic):
+        state = module.state_dict()
+        for key, value in ref["before"].items():
+            owner, ours = _ours(learner, key)
+            if owner is module:
+                assert state[ours].shape == value.shape, key
+                state[ours] = torch.as_tensor(value, dtype=state[ours].dtype)
+        module.load_state_dict(state)
+
+
+def _check_weights(learner: POCALearner, ref: dict, name: str) -> None:
+    """Actor and critic equal the reference's weights after its update."""
     for key, expected in ref["after"].items():
         if key == "critic/_current_max_agents":
             continue
@@ -199,6 +209,60 @@ def test_one_update_lands_on_mlagents_weights(name, caplog):
             assert moved > 1e-4, f"{key} did not move in the reference: the case tests nothing"
         np.testing.assert_allclose(got, expected, rtol=0, atol=2e-6,
                                    err_msg=f"{name}: {key} differs from ML-Agents' update")
+
+
+def test_poca_update_then_behavioral_cloning_lands_on_mlagents_weights():
+    """``behavioral_cloning`` with POCA: ML-Agents' POCA optimizer has a ``BCModule`` and its
+    ``_update_policy`` runs it once after the POCA epochs; the POCA host here runs PPO's BC
+    (``ppo/imitation.py``) on the POCA actor once after the update. Built from a config as a run
+    builds it, fed ML-Agents' shuffles and BC's noise seed (``make_poca_reference.py``)."""
+    from mlagents_envs.base_env import ActionSpec
+
+    from tests.algos.test_bc_mlagents_reference import RecordedShuffles
+    from unity_rl.algorithms.registry import trainer_type
+    from unity_rl.config import parse_config
+    from unity_rl.runtime.algorithm import HostContext
+    from unity_rl.runtime.messages import BehaviorInfo
+
+    ref = _load("bc")
+    case, data = ref["case"], ref["data"]
+    trajectories = _trajectories(case, data)
+    n = sum(len(t.rewards) for t in trajectories)
+    cfg = parse_config({"behaviors": {"B": {
+        "trainer_type": "poca", "max_steps": int(case["max_steps"]),
+        "hyperparameters": {"batch_size": n, "buffer_size": n,
+                            "learning_rate": float(case["learning_rate"]),
+                            "beta": float(case["beta"]), "epsilon": float(case["epsilon"]),
+                            "lambd": float(case["lambd"]), "num_epoch": int(case["epochs"])},
+        "network_settings": {"normalize": False, "hidden_units": int(case["hidden"]),
+                             "num_layers": int(case["layers"])},
+        "reward_signals": {"extrinsic": {"gamma": float(case["gamma"])}},
+        "behavioral_cloning": {"demo_path": str(REFERENCE / "poca_bc.demo"),
+                               "steps": int(case["bc_steps"]),
+                               "strength": float(case["bc_strength"]),
+                               "batch_size": int(case["bc_batch_size"]),
+                               "num_epoch": int(case["bc_num_epoch"])}}}})
+    algorithm = trainer_type("poca").make_algorithm(cfg, "B", cfg.behaviors["B"])
+    host = algorithm.make_host(
+        BehaviorInfo("B?team=0", ((int(case["obs"]),),),
+                     ActionSpec(int(case["continuous"]), tuple(int(b) for b in case["branches"])),
+                     1), HostContext("cpu", 0, 1, "sync", 2))
+    [bc] = host.auxiliary
+    learner = host.learner
+    _set_weights(learner, ref)
+    shuffles = [ref["shuffle"][str(i)] for i in range(len(ref["shuffle"]))]
+    epochs = int(case["epochs"])
+    assert [len(s) for s in shuffles[:epochs]] == [n] * epochs  # the POCA epochs' shuffles first
+    bc.rng = RecordedShuffles({str(i): s for i, s in enumerate(shuffles[epochs:])})
+    bc.generator.manual_seed(100)  # make_poca_reference.BC_SEED
+    host._buffer, host._buffered_steps = trajectories, n  # ML-Agents' trainer step is still 0
+
+    metrics = host.train(sync=True)
+
+    assert metrics["Losses/Pretraining Loss"] > 0 and "Losses/Baseline Loss" in metrics
+    assert not bc.rng.pending, "ML-Agents shuffled the demo more often than BC did"
+    _check_weights(learner, ref, "bc")
+    assert bc.name == "behavioral_cloning"  # checkpointed under the host's "auxiliary"
 
 
 def test_lambda_return_is_td_lambda():

@@ -24,6 +24,13 @@ is 0 before its first update, so its provider is first updated once on a random 
 under ``pre/``, the test repeats it). The file adds the signal's weights before and after
 (``signal_before/``, ``signal_after/``, ML-Agents' names) and the rewards stored per step
 (``data/signal_rewards``).
+
+The case with ``bc`` adds ``behavioral_cloning`` on a demonstration written here
+(``poca_bc.demo``): ML-Agents' ``TorchOptimizer`` gives POCA a ``BCModule`` as it gives PPO one,
+and ``OnPolicyTrainer._update_policy`` runs ``bc_module.update()`` once after the POCA epochs.
+To replay it, every ``np.random.shuffle`` of ``_update_policy`` is recorded (``shuffle/<i>``:
+the POCA epochs' first, then BC's), torch is seeded (``BC_SEED``) right before it (the noise of
+BC's reparameterised continuous samples), and discrete samples are argmax (they draw nothing).
 """
 from __future__ import annotations
 
@@ -35,14 +42,17 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import make_bc_reference  # noqa: E402
 import make_reward_signal_reference as signals  # noqa: E402
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.poca.optimizer_torch import POCASettings
 from mlagents.trainers.poca.trainer import POCATrainer
 from mlagents.trainers.buffer import RewardSignalUtil  # noqa: E402
-from mlagents.trainers.settings import (CuriositySettings, NetworkSettings,  # noqa: E402
+from mlagents.trainers.settings import (BehavioralCloningSettings,  # noqa: E402
+                                        CuriositySettings, NetworkSettings,
                                         RewardSignalSettings, RewardSignalType, RNDSettings,
                                         TrainerSettings)
+from mlagents.trainers.torch_entities import distributions  # noqa: E402
 from mlagents.trainers.torch_entities.action_log_probs import LogProbsTuple
 from mlagents.trainers.trajectory import AgentExperience, AgentStatus, Trajectory
 from mlagents_envs.base_env import (ActionSpec, ActionTuple, BehaviorSpec, DimensionProperty,
@@ -61,7 +71,11 @@ CASES = {
     "rnd": dict(obs=5, continuous=2, branches=(3,), hidden=12, layers=1, gamma=0.9, lambd=0.9,
                 beta=1e-2, epochs=3, signal="rnd", signal_gamma=0.9, strength=0.3,
                 signal_hidden=8, signal_layers=2, signal_lr=1e-3),
+    "bc": dict(obs=5, continuous=2, branches=(3,), hidden=12, layers=1, gamma=0.9, lambd=0.9,
+               beta=1e-2, epochs=3, bc=dict(steps=1000, strength=0.5, batch_size=8,
+                                            num_epoch=2, lengths=(7, 5, 9))),
 }
+BC_SEED = 100
 KINDS = "ABCDACBD"  # one group of each kind per letter; the first is A (three members at once)
 LENGTH, MEMBERS, DIES_AT = 6, 3, 2
 LEARNING_RATE, EPSILON, MAX_STEPS = 3e-4, 0.2, 500_000
@@ -71,7 +85,7 @@ def _lengths(kind: str) -> list[int]:
     return [LENGTH, LENGTH, DIES_AT + 1] if kind == "C" else [LENGTH] * MEMBERS
 
 
-def _trainer(case: dict) -> POCATrainer:
+def _trainer(case: dict, demo: Path | None = None) -> POCATrainer:
     spec = BehaviorSpec([ObservationSpec((case["obs"],), (DimensionProperty.NONE,),
                                          ObservationType.DEFAULT, "obs0")],
                         ActionSpec(case["continuous"], tuple(case["branches"])))
@@ -86,6 +100,9 @@ def _trainer(case: dict) -> POCATrainer:
                                          num_layers=case["layers"]),
         reward_signals={RewardSignalType.EXTRINSIC: RewardSignalSettings(gamma=case["gamma"]),
                         **_signal(case)},
+        behavioral_cloning=None if demo is None else BehavioralCloningSettings(
+            demo_path=str(demo), steps=case["bc"]["steps"], strength=case["bc"]["strength"],
+            batch_size=case["bc"]["batch_size"], num_epoch=case["bc"]["num_epoch"]),
         max_steps=MAX_STEPS)
     trainer = POCATrainer("B", 100, settings, True, False, 0, os.devnull)
     behavior_id = BehaviorIdentifiers.from_name_behavior_id("B")
@@ -217,9 +234,17 @@ def _experience(case, data, r, mates, done, interrupted):
 def make(name: str, seed: int = 0) -> Path:
     case = CASES[name]
     torch.manual_seed(seed)
-    trainer = _trainer(case)
-    before = _weights(trainer, case)
     rng = np.random.default_rng(seed)
+    demo = None
+    if "bc" in case:
+        demo = HERE / f"poca_{name}.demo"
+        make_bc_reference._write_demo(dict(obs=[(case["obs"],)], continuous=case["continuous"],
+                                           branches=case["branches"],
+                                           lengths=case["bc"]["lengths"]),
+                                      demo, np.random.default_rng(seed + 2))
+    trainer = _trainer(case, demo)
+    assert (trainer.optimizer.bc_module is not None) == (demo is not None)
+    before = _weights(trainer, case)
     extra: dict[str, np.ndarray] = {}
     provider = trainer.optimizer.reward_signals.get(case.get("signal", ""))
     if provider is not None:
@@ -236,7 +261,20 @@ def make(name: str, seed: int = 0) -> Path:
         extra["data/signal_rewards"] = np.asarray(trainer.update_buffer[
             RewardSignalUtil.rewards_key(case["signal"])].get_batch(), np.float32)
     assert trainer._is_ready_update(), "the buffer must trigger exactly one update"
+    shuffles = []
+    original = np.random.shuffle
+    if demo is not None:
+        def recording_shuffle(array):
+            original(array)
+            shuffles.append(np.array(array, copy=True))
+
+        np.random.shuffle = recording_shuffle
+        distributions.CategoricalDistInstance.sample = (
+            lambda self: torch.argmax(self.probs, dim=1, keepdim=True))
+        torch.manual_seed(BC_SEED)
     trainer._update_policy()
+    np.random.shuffle = original
+    extra.update({f"shuffle/{i}": v for i, v in enumerate(shuffles)})
     after = _weights(trainer, case)
     if provider is not None:
         extra.update({f"signal_after/{k}": v for k, v in signals.weights(provider).items()})
@@ -245,7 +283,8 @@ def make(name: str, seed: int = 0) -> Path:
         path, **extra, **{f"before/{k}": v for k, v in before.items()},
         **{f"after/{k}": v for k, v in after.items()},
         **{f"data/{k}": v for k, v in data.items()},
-        **{f"case/{k}": np.asarray(v) for k, v in case.items()},
+        **{f"case/{k}": np.asarray(v) for k, v in case.items() if k != "bc"},
+        **{f"case/bc_{k}": np.asarray(v) for k, v in case.get("bc", {}).items()},
         **{"case/learning_rate": np.asarray(LEARNING_RATE), "case/epsilon": np.asarray(EPSILON),
            "case/max_steps": np.asarray(MAX_STEPS), "case/length": np.asarray(LENGTH),
            "case/dies_at": np.asarray(DIES_AT)})
