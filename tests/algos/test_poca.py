@@ -101,3 +101,46 @@ def test_host_trains_the_learner_and_reports_group_returns():
     metrics = host.train(sync=True)
     assert metrics["Environment/Group Cumulative Reward"] == 0.5
     assert np.isfinite(metrics["Losses/Baseline Loss"]) and host.version == 1
+
+
+def test_memory_pads_sequences_carries_both_critic_memories_and_ships_a_recurrent_actor():
+    """``network_settings.memory`` (weight for weight in test_poca_mlagents_reference.py): odd
+    trajectory lengths padded to whole sequences and masked out, a learned signal on the padded
+    rows, the value and baseline memories carried from trajectory to trajectory (not
+    checkpointed), and the recurrent actor for PPO's acting policy and export."""
+    from unity_rl.algorithms.network_config import MemoryConfig
+    from unity_rl.algorithms.reward_signals.config import CuriosityConfig, RewardSignalConfig
+
+    net = NetworkConfig(hidden_units=16, num_layers=1,
+                        memory=MemoryConfig(sequence_length=4, memory_size=8))
+    signals = (RewardSignalConfig("extrinsic"),
+               CuriosityConfig("curiosity", network_settings=NetworkConfig(hidden_units=8)))
+    make = lambda seed: POCALearner([(4,)], SPEC, POCAConfig(buffer_size=32, minibatch_size=16),  # noqa: E731
+                                    net, seed=seed, reward_signals=signals)
+    a = make(3)
+    assert a.sequence_length == 4 and a.critic.memory_size == 8
+    rng = np.random.default_rng(1)
+    data = [t._replace(extras=t.extras._replace(memories=rng.normal(size=(7, 8)).astype(
+        np.float32))) for t in trajectories(rng, n=3, length=7)]
+    batch = a.prepare(data)
+    assert len(batch.obs) == 3 * 8 and int(batch.loss_mask.sum()) == 3 * 7
+    assert batch.memories.shape == batch.value_memories.shape == (3 * 2, 8)
+    assert not batch.loss_mask[7] and torch.isnan(batch.mates_obs[7]).all()  # a padded row
+    assert torch.equal(batch.value_memories[0], torch.zeros(8))  # the first from zeros
+    assert not torch.equal(batch.value_memories[2], torch.zeros(8))  # then carried across
+    assert not torch.equal(batch.value_memories[1], batch.baseline_memories[1])
+    metrics = a.optimise(batch)
+    assert np.isfinite(metrics["Losses/Baseline Loss"]) and "Losses/Curiosity Forward Loss" in metrics
+    assert a.value_memory is not None and a.baseline_memory is not None
+
+    b = make(4)
+    b.load_state_dict(a.state_dict())
+    assert b.value_memory is None  # as ML-Agents, the carry is not part of checkpoints
+    policy = PPOPolicy([(4,)], SPEC, net, seed=0, shared_critic=True)
+    policy.load_weights(a.weights())
+    obs = rng.normal(size=(2, 4)).astype(np.float32)
+    actions, logprobs, _ = policy.act(obs, np.ones((2, 3), bool), agent_keys=["x", "y"])
+    assert actions.shape == (2, 1) and np.isfinite(logprobs).all()
+    assert set(policy.memories) == {"x", "y"}
+    out = a.export_module()(torch.as_tensor(obs), torch.ones(2, 3), torch.zeros(2, 1, 8))
+    assert out[-1].shape == (2, 1, 8)  # recurrent_out, ML-Agents' recurrent ONNX contract

@@ -26,7 +26,8 @@ import numpy as np
 import pytest
 import torch
 
-from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.algorithms.network_config import MemoryConfig, NetworkConfig
+from unity_rl.algorithms.sequences import padded_length
 from unity_rl.algorithms.poca.config import POCAConfig
 from unity_rl.algorithms.poca.learner import POCALearner, lambda_return
 from tests.algos.test_reward_signal_reference import our_name
@@ -92,7 +93,8 @@ def _trajectories(case: dict, data: dict) -> list[Trajectory]:
                 last_obs=data["next_obs"][g * MEMBERS + i],
                 terminated=ended and kind != "D", interrupted=kind == "D",
                 action_masks=None if masks is None else masks[rows],
-                extras=StepExtras(group_obs=np.stack(mates_obs), group_actions=np.stack(mates_act),
+                extras=StepExtras(memories=data["memories"][rows] if "memories" in data else None,
+                                  group_obs=np.stack(mates_obs), group_actions=np.stack(mates_act),
                                   groupmate_rewards=np.asarray(mates_rew, np.float32),
                                   group_rewards=data["group_rewards"][rows],
                                   group_dones=np.asarray(mates_done)),
@@ -108,8 +110,10 @@ def _learner(case: dict, n: int) -> POCALearner:
                      num_epochs=int(case["epochs"]), gae_lambda=float(case["lambd"]),
                      clip_coef=float(case["epsilon"]), ent_coef=float(case["beta"]),
                      max_steps=int(case["max_steps"]))
+    memory = (MemoryConfig(sequence_length=int(case["sequence_length"]),
+                           memory_size=int(case["memory_size"])) if "memory_size" in case else None)
     net = NetworkConfig(normalize=False, hidden_units=int(case["hidden"]),
-                        num_layers=int(case["layers"]))
+                        num_layers=int(case["layers"]), memory=memory)
     signals = [RewardSignalConfig("extrinsic", gamma=float(case["gamma"]))]
     if "signal" in case:
         settings = {"curiosity": CuriosityConfig, "rnd": RNDConfig}[str(case["signal"])]
@@ -138,12 +142,13 @@ def _signal_state(weights: dict) -> dict[str, torch.Tensor]:
             if (ours := our_name(k)) is not None}
 
 
-@pytest.mark.parametrize("name", ["discrete", "hybrid", "curiosity", "rnd"])
+@pytest.mark.parametrize("name", ["discrete", "hybrid", "curiosity", "rnd", "memory"])
 def test_one_update_lands_on_mlagents_weights(name, caplog):
     ref = _load(name)
     case, data = ref["case"], ref["data"]
     trajectories = _trajectories(case, data)
-    n = sum(len(t.rewards) for t in trajectories)
+    L = int(case.get("sequence_length", 1))
+    n = sum(padded_length(len(t.rewards), L) for t in trajectories)  # one minibatch per epoch
     learner = _learner(case, n)
     signal = learner.reward_signals[1] if "signal" in case else None
     if signal is not None:  # ML-Agents' create_reward_signals warning, then the signal is used

@@ -81,3 +81,30 @@ def test_dungeon_escape_trains_a_curiosity_signal_beside_the_group_reward(tmp_pa
     state = checkpoint_entry(run_dir, "DungeonEscape")["learner"]["reward_signals"]["curiosity"]
     assert state["has_updated_once"] and state["optimizer"]["state"], "the signal trained"
     assert live_descendants() == []
+
+
+@pytest.mark.skipif("poca" not in __import__("unity_rl.config.sections", fromlist=["x"])
+                    .MEMORY_TRAINER_TYPES,
+                    reason="the config takes POCA memory once config.sections."
+                           "MEMORY_TRAINER_TYPES lists poca")
+def test_dungeon_escape_trains_with_memory_and_exports_a_recurrent_actor(tmp_path, free_base_port):
+    from unity_rl.algorithms.network_config import MemoryConfig
+
+    cfg = small(free_base_port(1), "sync")
+    [(name, b)] = cfg.behaviors.items()
+    net = dataclasses.replace(b.network_settings,
+                              memory=MemoryConfig(sequence_length=8, memory_size=16))
+    run_dir = tmp_path / "run"
+    result = train(dataclasses.replace(cfg, behaviors=FrozenMap(
+        {name: dataclasses.replace(b, network_settings=net)})), run_dir, resume=False,
+        console=False)
+    assert not result.interrupted
+    tags = scalars(run_dir, "DungeonEscape")
+    assert "Losses/Baseline Loss" in tags and all(v == v for v in tags["Losses/Baseline Loss"])
+    import onnx
+
+    model = onnx.load(str(result.policy_path))
+    inputs = {i.name for i in model.graph.input}
+    outputs = {o.name for o in model.graph.output}
+    assert "recurrent_in" in inputs and "recurrent_out" in outputs  # ML-Agents' recurrent contract
+    assert live_descendants() == []

@@ -31,6 +31,14 @@ and ``OnPolicyTrainer._update_policy`` runs ``bc_module.update()`` once after th
 To replay it, every ``np.random.shuffle`` of ``_update_policy`` is recorded (``shuffle/<i>``:
 the POCA epochs' first, then BC's), torch is seeded (``BC_SEED``) right before it (the noise of
 BC's reparameterised continuous samples), and discrete samples are argmax (they draw nothing).
+
+The case with ``memory`` gives the actor and the centralised critic an LSTM
+(``network_settings.memory``): each step carries a rollout actor memory (``data/memories``,
+random: the update reads them as stored), ML-Agents evaluates values and baselines sequence by
+sequence from one value and one baseline memory carried across trajectories
+(``_evaluate_by_sequence_team``, ``value_memory_dict`` / ``baseline_memory_dict`` under agent id
+""), pads every trajectory to whole sequences in its update buffer, and ``batch_size`` is the
+padded buffer (one minibatch of whole sequences per epoch).
 """
 from __future__ import annotations
 
@@ -71,6 +79,8 @@ CASES = {
     "rnd": dict(obs=5, continuous=2, branches=(3,), hidden=12, layers=1, gamma=0.9, lambd=0.9,
                 beta=1e-2, epochs=3, signal="rnd", signal_gamma=0.9, strength=0.3,
                 signal_hidden=8, signal_layers=2, signal_lr=1e-3),
+    "memory": dict(obs=6, continuous=1, branches=(3,), hidden=16, layers=2, gamma=0.95,
+                   lambd=0.9, beta=5e-3, epochs=3, sequence_length=4, memory_size=16),
     "bc": dict(obs=5, continuous=2, branches=(3,), hidden=12, layers=1, gamma=0.9, lambd=0.9,
                beta=1e-2, epochs=3, bc=dict(steps=1000, strength=0.5, batch_size=8,
                                             num_epoch=2, lengths=(7, 5, 9))),
@@ -89,15 +99,19 @@ def _trainer(case: dict, demo: Path | None = None) -> POCATrainer:
     spec = BehaviorSpec([ObservationSpec((case["obs"],), (DimensionProperty.NONE,),
                                          ObservationType.DEFAULT, "obs0")],
                         ActionSpec(case["continuous"], tuple(case["branches"])))
-    n = sum(sum(_lengths(k)) for k in KINDS)
+    seq = case.get("sequence_length", 1)
+    n = sum(-(-length // seq) * seq for k in KINDS for length in _lengths(k))  # padded rows
     settings = TrainerSettings(
         trainer_type="poca",
         hyperparameters=POCASettings(batch_size=n, buffer_size=n - 1,
                                      learning_rate=LEARNING_RATE, beta=case["beta"],
                                      epsilon=EPSILON, lambd=case["lambd"],
                                      num_epoch=case["epochs"]),
-        network_settings=NetworkSettings(normalize=False, hidden_units=case["hidden"],
-                                         num_layers=case["layers"]),
+        network_settings=NetworkSettings(
+            normalize=False, hidden_units=case["hidden"], num_layers=case["layers"],
+            memory=NetworkSettings.MemorySettings(sequence_length=case["sequence_length"],
+                                                  memory_size=case["memory_size"])
+            if "memory_size" in case else None),
         reward_signals={RewardSignalType.EXTRINSIC: RewardSignalSettings(gamma=case["gamma"]),
                         **_signal(case)},
         behavioral_cloning=None if demo is None else BehavioralCloningSettings(
@@ -131,6 +145,8 @@ def _weights(trainer: POCATrainer, case: dict) -> dict[str, np.ndarray]:
     for key, value in actor.items():
         if key.startswith(body):
             out[f"actor.{key[len(body):]}"] = value.numpy()
+        elif key.startswith("network_body.lstm.lstm."):  # the LSTM after the body (memory)
+            out[f"actor_lstm.{key[len('network_body.lstm.lstm.'):]}"] = value.numpy()
     head = 2 * case["layers"]
     rows_w, rows_b = [], []
     if case["continuous"]:
@@ -160,12 +176,16 @@ def _sample(trainer: POCATrainer, case: dict, rng: np.random.Generator) -> dict[
     for size in branches:
         allowed[:, start] = True
         start += size
+    memory_size = case.get("memory_size", 0)
+    memories = (0.3 * rng.normal(size=(n, memory_size))).astype(np.float32)
     with torch.no_grad():
         mask = torch.from_numpy(allowed.astype(np.float32)) if branches else None
         action, run_out, _ = trainer.policy.actor.get_action_and_stats(
-            [torch.from_numpy(obs)], masks=mask)
+            [torch.from_numpy(obs)], masks=mask,
+            memories=torch.from_numpy(memories).unsqueeze(0) if memory_size else None)
     groups = len(KINDS) * MEMBERS
-    return {"obs": obs, "allowed": allowed,
+    extra = {"memories": memories} if memory_size else {}
+    return {**extra,"obs": obs, "allowed": allowed,
             "continuous": (action.continuous_tensor.numpy() if case["continuous"]
                            else np.zeros((n, 0), np.float32)),
             "discrete": (action.discrete_tensor.numpy().reshape(n, -1).astype(np.int64)
@@ -228,7 +248,7 @@ def _experience(case, data, r, mates, done, interrupted):
                                    discrete=data["logprobs"][r, c:]),
         action_mask=mask if case["branches"] else None,
         prev_action=np.zeros(len(case["branches"]), np.int32), interrupted=interrupted,
-        memory=None, group_status=mates, group_reward=float(data["group_rewards"][r]))
+        memory=data["memories"][r] if "memories" in data else None, group_status=mates, group_reward=float(data["group_rewards"][r]))
 
 
 def make(name: str, seed: int = 0) -> Path:

@@ -58,7 +58,9 @@ class POCAAlgorithm(Algorithm):
             segment_steps=rl.resolve_segment_steps(self.behavior_cfg),
             time_horizon=self.behavior_cfg.time_horizon,
             cut_at_segment_end=rl.trajectory_cuts == "segment",
-            collect_groups=True)
+            collect_groups=True,
+            # with memory: segments in padded rows, as the buffer counts them (PPO's plan)
+            sequence_length=self.behavior_cfg.network_settings.sequence_length)
 
     def make_host(self, info: BehaviorInfo, ctx: HostContext) -> POCAHost:
         cfg = self.behavior_cfg
