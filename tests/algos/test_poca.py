@@ -22,22 +22,24 @@ def learner(seed: int = 0) -> POCALearner:
                        seed=seed)
 
 
-def trajectories(rng, n=4, length=8, mates=2):
+def trajectories(rng, n=4, length=8, mates=2, obs=4, branches=(3,)):
     out = []
     for _ in range(n):
-        group_obs = rng.normal(size=(length, mates, 4)).astype(np.float32)
+        group_obs = rng.normal(size=(length, mates, obs)).astype(np.float32)
         group_obs[length // 2:, -1] = np.nan  # a member leaves half way
         out.append(Trajectory(
-            obs=rng.normal(size=(length, 4)).astype(np.float32),
-            actions=rng.integers(0, 3, (length, 1)), logprobs=np.full((length, 1), -1.1, np.float32),
+            obs=rng.normal(size=(length, obs)).astype(np.float32),
+            actions=rng.integers(0, 2, (length, len(branches))),
+            logprobs=np.full((length, len(branches)), -1.1, np.float32),
             values=np.zeros(length, np.float32), rewards=np.zeros(length, np.float32),
-            last_obs=rng.normal(size=4).astype(np.float32), terminated=True,
+            last_obs=rng.normal(size=obs).astype(np.float32), terminated=True,
             extras=StepExtras(group_obs=group_obs,
-                              group_actions=rng.integers(0, 3, (length, mates, 1)).astype(np.float32),
+                              group_actions=rng.integers(0, 2, (length, mates, len(branches))
+                                                         ).astype(np.float32),
                               groupmate_rewards=np.zeros(length, np.float32),
                               group_rewards=rng.normal(size=length).astype(np.float32),
                               group_dones=np.zeros((length, mates), bool)),
-            next_group_obs=rng.normal(size=(1, 4)).astype(np.float32), group_continues=True))
+            next_group_obs=rng.normal(size=(1, obs)).astype(np.float32), group_continues=True))
     return out
 
 
@@ -144,3 +146,25 @@ def test_memory_pads_sequences_carries_both_critic_memories_and_ships_a_recurren
     assert set(policy.memories) == {"x", "y"}
     out = a.export_module()(torch.as_tensor(obs), torch.ones(2, 3), torch.zeros(2, 1, 8))
     assert out[-1].shape == (2, 1, 8)  # recurrent_out, ML-Agents' recurrent ONNX contract
+
+
+def test_gail_trains_beside_the_extrinsic_signal():
+    """GAIL through the same seam as curiosity and RND (their reference: test_poca_mlagents_reference)."""
+    from pathlib import Path
+
+    from unity_rl.algorithms.reward_signals.config import GAILConfig, RewardSignalConfig
+
+    demo = Path(__file__).resolve().parent / "mlagents_reference" / "gail_discrete.demo"
+    spec = SimpleNamespace(continuous_size=0, discrete_branches=(3, 2))
+    poca = POCALearner([(6,)], spec, POCAConfig(buffer_size=32, minibatch_size=16),
+                       NetworkConfig(hidden_units=16, num_layers=1), seed=0,
+                       reward_signals=(RewardSignalConfig("extrinsic"),
+                                       GAILConfig("gail", demo_path=str(demo), strength=0.1,
+                                                  network_settings=NetworkConfig(hidden_units=8))))
+    gail = poca.reward_signals[1]
+    before = {k: v.clone() for k, v in gail.modules.state_dict().items()}
+    metrics = poca.update(trajectories(np.random.default_rng(0), obs=6, branches=(3, 2)))
+    assert {"Losses/GAIL Loss", "Policy/Gail Value Estimate", "Policy/Gail Baseline Estimate"} \
+        <= set(metrics)
+    assert any(not torch.equal(v, gail.modules.state_dict()[k]) for k, v in before.items())
+    assert poca.critic.value_head_names == ["extrinsic", "gail"]
