@@ -61,6 +61,18 @@ def actor_restart_quota(spec: ActorSpec, max_restarts: int | None):
     return RestartQuota(*spec.stream.restart_quota)
 
 
+def lower_priority(niceness: int) -> None:
+    """Adds ``niceness`` to this process's (an actor's, before it launches builds, which
+    inherit it); 0: unchanged. A system that refuses it leaves the priority with a warning."""
+    if niceness <= 0:
+        return
+    try:
+        os.nice(niceness)
+    except OSError as exc:
+        logger.warning("could not lower the actor's CPU priority by %d (%s); it runs at the "
+                       "learner's", niceness, exc)
+
+
 def limit_torch_threads(num_threads: int) -> None:
     """An actor process's torch: ``num_threads`` intra-op threads (its builds need the other
     cores) and one inter-op thread. Called by the process that hosts the actor, never a learner."""

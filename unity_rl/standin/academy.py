@@ -116,6 +116,9 @@ class Academy:
         """Academy.TotalStepCount: EnvironmentSteps since the start."""
         self.had_first_reset = False
         self.messages = 0
+        self.decisions_sent: dict[str, int] = {}
+        """Behavior name -> decision rows sent (the agent-steps a trainer counts, give or take
+        the actions in flight)."""
         self.resets = 0
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -170,6 +173,7 @@ class Academy:
             infos = g.pending
             g.pending = []
             if len(deciding):
+                self.decisions_sent[g.name] = self.decisions_sent.get(g.name, 0) + len(deciding)
                 infos.append(
                     AgentInfoBatch(
                         ids=g.ids[deciding],
@@ -191,6 +195,11 @@ class Academy:
             return None
         self.messages += 1
         return StepMessage(k, batches)
+
+    def progress(self) -> str:
+        """"academy step N; decisions sent: <behavior> n, ..." (the build's own counts)."""
+        sent = ", ".join(f"{name} {n}" for name, n in sorted(self.decisions_sent.items()))
+        return f"academy step {self.total_steps}; decisions sent: {sent or 'none'}"
 
     def apply_actions(self, actions: Mapping[str, ActionBatch]) -> None:
         """Stores the reply's actions, row by row, for the agents that requested a decision.

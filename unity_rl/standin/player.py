@@ -227,6 +227,7 @@ def run(scene_name: str, argv: list[str]) -> int:
         parameters=receiver.parameters,
         num_areas=max(1, init_in.num_areas),
     )
+    receiver.progress = academy.progress
     log("behaviors: " + ", ".join(
         f"{g.name} x{g.n} (period {g.uniform_period or list(g.periods)}, max step {g.max_step})"
         for g in academy.groups

@@ -98,8 +98,20 @@ def actor_specs(cfg: RunConfig, algorithms: dict[str, Algorithm], default: Algor
         policy_seed = int(np.random.SeedSequence([seed, k, start_steps]).generate_state(1)[0])
         specs.append(ActorSpec(
             actor_id=k, stream=stream, plans=plans, default_plan=default_plan,
-            wait_for_new_weights=(rl.mode == "sync"), seed=policy_seed, torch_threads=1))
+            wait_for_new_weights=(rl.mode == "sync"), seed=policy_seed, torch_threads=1,
+            niceness=actor_niceness(rl)))
     return specs
+
+
+def actor_niceness(rl) -> int:
+    """``unity_rl.actor_niceness``, null resolved: 10 for async actors, 0 for sync ones."""
+    if rl.actor_niceness is not None:
+        return int(rl.actor_niceness)
+    return ASYNC_ACTOR_NICENESS if rl.mode == "async" else 0
+
+
+ASYNC_ACTOR_NICENESS = 10
+"""Async actors' default niceness: CFS then gives a busy learner about 10x an actor's share."""
 
 
 def _plan(algorithm: Algorithm):
