@@ -1,7 +1,7 @@
 """``trainer_type: poca`` in configs: Unity's POCA configs load unchanged with ML-Agents'
 meaning; what mlagents-learn refuses (``shared_critic``) and what is not supported yet
 is refused by name; learned reward signals and behavioral cloning load as mlagents-learn takes
-them, and ``memory`` once ``config.sections.MEMORY_TRAINER_TYPES`` lists poca."""
+them, and ``memory``."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -74,18 +74,11 @@ def test_behavioral_cloning_loads_for_poca(tmp_path):
     assert (bc.demo_path, bc.strength, bc.steps) == ("x.demo", 0.5, 10000)
 
 
-def test_memory_for_poca_follows_memory_trainer_types(tmp_path):
+def test_poca_takes_memory(tmp_path):
     """The POCA learner has memory (tests/algos/test_poca_mlagents_reference.py); the config
-    takes it where ``MEMORY_TRAINER_TYPES`` lists poca and refuses it by name otherwise."""
-    from unity_rl.config.sections import MEMORY_TRAINER_TYPES
-
+    takes ``network_settings.memory`` for POCA as ML-Agents does."""
     path = _variant(tmp_path, "      vis_encode_type: simple\n",
                     "      vis_encode_type: simple\n"
                     "      memory: {sequence_length: 64, memory_size: 128}\n")
-    if "poca" in MEMORY_TRAINER_TYPES:
-        net = load_config(path).behaviors["DungeonEscape"].network_settings
-        assert (net.sequence_length, net.memory_size) == (64, 128)
-    else:
-        with pytest.raises(ConfigError) as err:
-            load_config(path)
-        assert "memory" in str(err.value) and "poca" in str(err.value)
+    net = load_config(path).behaviors["DungeonEscape"].network_settings
+    assert (net.sequence_length, net.memory_size) == (64, 128)

@@ -83,10 +83,6 @@ def test_dungeon_escape_trains_a_curiosity_signal_beside_the_group_reward(tmp_pa
     assert live_descendants() == []
 
 
-@pytest.mark.skipif("poca" not in __import__("unity_rl.config.sections", fromlist=["x"])
-                    .MEMORY_TRAINER_TYPES,
-                    reason="the config takes POCA memory once config.sections."
-                           "MEMORY_TRAINER_TYPES lists poca")
 def test_dungeon_escape_trains_with_memory_and_exports_a_recurrent_actor(tmp_path, free_base_port):
     from unity_rl.algorithms.network_config import MemoryConfig
 

@@ -55,7 +55,7 @@ class SelfPlayConfig:
         object.__setattr__(self, "initial_elo", float(self.initial_elo))
 
 
-MEMORY_TRAINER_TYPES = ("ppo", "sac")
+MEMORY_TRAINER_TYPES = ("ppo", "sac", "poca")
 """Trainer types that implement ``network_settings.memory`` (the others refuse it by name)."""
 
 
@@ -89,7 +89,7 @@ class BehaviorConfig:
     actors always step the builds in processes of their own (unity_rl.mode says how they wait)."""
     behavioral_cloning: BehavioralCloningConfig | None = None
     """``behavioral_cloning``: clone a demonstration beside RL (None: off; trainer types whose
-    spec has ``behavioral_cloning``: PPO, SAC)."""
+    spec has ``behavioral_cloning``: PPO, SAC, POCA)."""
     self_play: SelfPlayConfig | None = None
     """``self_play``: train against snapshots of itself (ML-Agents' GhostTrainer); None: off."""
 

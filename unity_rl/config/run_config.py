@@ -98,6 +98,10 @@ class UnityRLConfig:
     null: the builds' restart quota (env_settings.max_lifetime_restarts with its rate limit)."""
     torch_threads: int = 1
     """torch intra-op threads of the learner (actors always use 1)."""
+    actor_niceness: int | None = None
+    """Niceness (Linux ``nice``, 0-19) added to each actor process and so to its builds: null is
+    10 in async mode (when cores are short the learner is served first and pays its updates as
+    data arrive; actors still never wait for it) and 0 in sync mode (the two take turns)."""
     behavior: str | None = None
     """Train only this behavior (--behavior); the agents of the others get zero actions."""
     trajectory_cuts: Literal["time_horizon", "segment"] = "time_horizon"
@@ -129,6 +133,9 @@ class UnityRLConfig:
                "null or an int >= -1", self.max_actor_restarts)
         check_field(is_int(self.torch_threads) and self.torch_threads >= 1, s, "torch_threads",
                "an int >= 1", self.torch_threads)
+        check_field(self.actor_niceness is None or (is_int(self.actor_niceness)
+                    and 0 <= self.actor_niceness <= 19), s, "actor_niceness",
+                    "null or an int from 0 to 19", self.actor_niceness)
         check_field(self.trajectory_cuts in ("time_horizon", "segment"), s, "trajectory_cuts",
                "'time_horizon' or 'segment'", self.trajectory_cuts)
         check_field(self.demo_pairing in ("mlagents", "aligned"), s, "demo_pairing",

@@ -90,6 +90,8 @@ class ActorSpec:
     """Seed of the policies' action sampling."""
     torch_threads: int = 1
     """Intra-op threads of the actor's torch (1: the builds need the other cores)."""
+    niceness: int = 0
+    """Added to the actor process's niceness before it launches its builds (they inherit it)."""
     control: Control | None = None
     """The run's control state to start with (a re-created actor gets the latest one)."""
     stream_factory: Optional[Callable[[], Any]] = field(default=None, compare=False)
