@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 
 from unity_rl.envs.behavior import ALL_BEHAVIORS
 from unity_rl.envs.settings import DEFAULTS as LAUNCH_DEFAULTS
+from unity_rl.envs.types import short_name
 from unity_rl.runtime.acting import ActingPolicy
 from unity_rl.runtime.algorithm import BehaviorPlan
 from unity_rl.runtime.messages import Control
@@ -103,7 +104,7 @@ class ActorSpec:
     def plan_for(self, behavior: str) -> BehaviorPlan:
         """The plan of a behavior (full name); ``BehaviorSettingsError`` when there is none."""
         for name, plan in self.plans:
-            if name in (behavior, behavior.split("?", 1)[0]):
+            if name in (behavior, short_name(behavior)):
                 return plan
         if self.default_plan is not None:
             return self.default_plan

@@ -22,6 +22,7 @@ import torch
 
 from unity_rl.checkpoint import CheckpointManager
 from unity_rl.config import ConfigError, RunConfig
+from unity_rl.envs.types import short_name
 from unity_rl.runtime.algorithm import Algorithm, HostContext
 from unity_rl.runtime.backend import ActorBackend
 from unity_rl.runtime.messages import ActorInfo, BehaviorInfo, Control
@@ -76,7 +77,7 @@ class TrainingSession:
         return sum(b.agent_steps for b in self.behaviors.values())
 
     def _algorithm_for(self, name: str) -> Algorithm:
-        for section in (name, name.split("?", 1)[0]):
+        for section in (name, short_name(name)):
             if section in self.algorithms:
                 return self.algorithms[section]
         if self.default is None:  # the actors refuse such a behavior first
@@ -144,7 +145,7 @@ class TrainingSession:
 
     def _check_curriculum_behaviors(self) -> None:
         """Every behavior a completion criterion names is trained in this run."""
-        trained = {name.split("?", 1)[0] for name in self.behaviors}
+        trained = {short_name(name) for name in self.behaviors}
         missing = sorted(self.curricula.behaviors - trained)
         if missing:
             raise ConfigError(self.cfg.source or "<config>", "environment_parameters", None,
@@ -198,8 +199,8 @@ class TrainingSession:
         """Checks the lessons with the round's episodes (mlagents-learn's
         ``reset_env_if_ready``); a change goes to every actor's builds."""
         for name, part in round_.behaviors.items():
-            self.curricula.record_episodes(name.split("?", 1)[0], part.episode_returns)
-        progress = {b.name.split("?", 1)[0]: b.agent_steps / b.settings.max_steps
+            self.curricula.record_episodes(short_name(name), part.episode_returns)
+        progress = {short_name(b.name): b.agent_steps / b.settings.max_steps
                     for b in self.behaviors.values()}
         result = self.curricula.update(progress)
         if result.changed:

@@ -18,6 +18,7 @@ import numpy as np
 
 from unity_rl.config import BehaviorConfig, ConfigError, RunConfig
 from unity_rl.envs.behavior import ALL_BEHAVIORS
+from unity_rl.envs.types import short_name
 from unity_rl.runtime.actor_spec import ActorSpec, StreamSettings
 from unity_rl.algorithms.registry import trainer_type
 from unity_rl.runtime.algorithm import Algorithm
@@ -37,12 +38,12 @@ def training_sections(cfg: RunConfig) -> tuple[dict[str, BehaviorConfig], Behavi
             raise ConfigError(cfg.source or "<config>", None, "behaviors",
                               "no behavior settings: add behaviors.<Name> or default_settings")
         return dict(cfg.behaviors), cfg.default_settings
-    for name in (only, only.split("?", 1)[0]):
+    for name in (only, short_name(only)):
         if name in cfg.behaviors:
             return {name: cfg.behaviors[name]}, None
     if cfg.default_settings is not None:
         return {only: cfg.default_settings}, None
-    raise ConfigError(cfg.source or "<config>", "behaviors", only.split("?", 1)[0],
+    raise ConfigError(cfg.source or "<config>", "behaviors", short_name(only),
                       f"--behavior {only}: the config has no settings for it (sections: "
                       f"{sorted(cfg.behaviors) or 'none'}) and no default_settings")
 
