@@ -8,8 +8,9 @@ The stand-in logs every environment parameter it receives and, after each batch 
 own counts (``environment parameters received at: academy step N; decisions sent: <behavior>
 n, ...``): the same measuring stick for both tools. For each parameter change the table shows
 the decisions the stand-in had sent to the lesson's behavior when the new value arrived, beside
-threshold x max_steps (where ML-Agents' ``need_increment`` first allows it). Writes
-``benchmarks/results/curriculum_lessons.json``.
+threshold x max_steps (where ML-Agents' ``need_increment`` first allows it; its
+``min_lesson_length`` of 100 episodes, counted afresh after every change of any lesson, binds
+later than that at small ``--max-steps``). Writes ``benchmarks/results/curriculum_lessons.json``.
 
     .venv/bin/python benchmarks/curriculum_lessons.py [--max-steps 30000] [--seed 1]
         [--mlagents-venv .mlagents_learn/venv] [--configs-dir ../shared/mlagents_learn/configs]
@@ -134,6 +135,8 @@ def main(argv=None) -> None:
     for row in rows:
         print(f"{row['parameter']:<18} {row['lesson']:>6} {row['threshold_steps']:>22,.0f} "
               + " ".join(f"{row[t] if row[t] is not None else '-':>28}" for t in args.tools))
+    print("(a lesson also waits for min_lesson_length episodes of its behavior since the last "
+          "change of any lesson; '-': not reached before the run ended)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(race.without_machine_paths(json.dumps({
         "config": f"{CONFIG} (Unity's; max_steps {args.max_steps})", "seed": args.seed,
