@@ -114,7 +114,7 @@ def transport_run(params: dict) -> dict:
     from tests.runtime.fakes import BEHAVIOR, FakeStream
     from unity_rl.algorithms.network_config import NetworkConfig
     from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner
-    from unity_rl.runtime.actor import ActorSpec, StreamSettings
+    from unity_rl.runtime.actor_spec import ActorSpec, StreamSettings
     from unity_rl.runtime.algorithm import BehaviorPlan
     from unity_rl.training.wiring import make_backend
     from unity_rl.algorithms.ppo.host import PPOHost

@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from unity_rl.replay import buffers as ours  # noqa: E402
+import unity_rl.replay as ours  # noqa: E402
 from unity_rl.experience import TransitionBatch  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results"

@@ -66,6 +66,12 @@ TARGETS: dict[str, dict[str, float]] = {
     "ppo/Hallway.yaml": {"Hallway": 0.9},
     # mlagents-learn: 180k agent-steps, 1944 s at load 13-18 (pyramids_curiosity_mlagents_learn_seed1.json)
     "ppo/Pyramids.yaml": {"Pyramids": 1.75},
+    # survey (zoo_survey.json, seed 1, 300 s per tool): mlagents-learn 95.7 at 120k in 198 s
+    "ppo/3DBallHard.yaml": {"3DBallHard": 95.0},
+    # mlagents-learn 4.73 in its first window (60k agent-steps, 183 s)
+    "ppo/PushBlock.yaml": {"PushBlock": 4.5},
+    # mlagents-learn 51.3 at 150k (its fifth window, 300 s)
+    "ppo/Worm.yaml": {"Worm": 50.0},
 }
 """Config -> behavior -> mean return of a summary window that counts as solved. A target is set
 only where mlagents-learn with Unity's config reaches it within a few minutes here (the figure it

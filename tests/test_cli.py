@@ -13,7 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from unity_rl import cli
+from unity_rl.cli import main
+from unity_rl.cli.parser import build_parser
+from unity_rl.cli.run_folder import prepare_run_dir
+from unity_rl.cli.train_command import _train_overrides, resolve_train_config
+from unity_rl.errors import CliError
 from tests.runtime.helpers import live_descendants
 from unity_rl.checkpoint import CheckpointManager
 from unity_rl.training.wiring import training_sections
@@ -64,30 +68,30 @@ def test_help_lists_every_flag():
 
 
 def test_env_args_take_the_rest_of_the_line():
-    args = cli.build_parser().parse_args(
+    args = build_parser().parse_args(
         ["train", "c.yaml", "--env", "b", "--env-args", "-logFile", "-", "--foo", "3"])
     assert args.config == "c.yaml" and args.env_args == ["-logFile", "-", "--foo", "3"]
-    values = cli._train_overrides(args, "b")
+    values = _train_overrides(args, "b")
     assert values["env_args"] == ("-logFile", "-", "--foo", "3")
     assert values.get("resume") is None and values.get("force") is None  # the YAML decides
 
 
 def test_resume_and_force_are_exclusive(capsys):
     with pytest.raises(SystemExit) as exc:
-        cli.main(["train", "--resume", "--force"])
+        main(["train", "--resume", "--force"])
     assert exc.value.code == 2
     assert "not allowed with" in capsys.readouterr().err
 
 
 def test_overrides_reach_the_config(tmp_path, fake_build):
-    args = cli.build_parser().parse_args(
+    args = build_parser().parse_args(
         ["train", str(CONFIG), "--env", str(fake_build), "--num-envs", "2", "--base-port", "6000",
          "--run-id", "r1", "--results-dir", str(tmp_path), "--mode", "async",
          "--num-actors", "2", "--seed", "7", "--max-steps", "1234", "--time-scale", "5",
          "--graphics", "--timeout-wait", "9", "--torch-device", "cpu",
          "--max-lifetime-restarts", "3", "--restarts-rate-limit-n", "2",
          "--restarts-rate-limit-period-s", "30", "--env-args", "-x", "1"])
-    cfg, run_dir, resume = cli.resolve_train_config(args)
+    cfg, run_dir, resume = resolve_train_config(args)
     assert run_dir == tmp_path / "r1" and resume is False
     env = cfg.env_settings
     assert (env.num_envs, env.base_port, env.seed, env.timeout_wait) == (2, 6000, 7, 9)
@@ -108,16 +112,16 @@ def test_behavior_flag_keeps_that_behavior_only(tmp_path, fake_build):
     data["behaviors"]["Other"] = dict(data["behaviors"]["3DBall"], max_steps=7)
     two = tmp_path / "two.yaml"
     two.write_text(yaml.safe_dump(data))
-    args = cli.build_parser().parse_args(["train", str(two), "--env", str(fake_build),
+    args = build_parser().parse_args(["train", str(two), "--env", str(fake_build),
                                           "--behavior", "Other?team=0"])
-    cfg, _, _ = cli.resolve_train_config(args)
+    cfg, _, _ = resolve_train_config(args)
     assert cfg.unity_rl.behavior == "Other?team=0"
     sections, default = training_sections(cfg)
     assert list(sections) == ["Other"] and sections["Other"].max_steps == 7 and default is None
 
 
 def test_behavior_flag_without_settings_is_a_clear_error(tmp_path, fake_build, capsys):
-    code = cli.main(["train", str(CONFIG), "--env", str(fake_build), "--behavior", "Nope",
+    code = main(["train", str(CONFIG), "--env", str(fake_build), "--behavior", "Nope",
                      "--results-dir", str(tmp_path / "results")])
     message = _clean_error(code, capsys.readouterr().err)
     assert "--behavior Nope" in message and "3DBall" in message
@@ -127,7 +131,7 @@ def test_behavior_flag_without_settings_is_a_clear_error(tmp_path, fake_build, c
 def test_a_build_behavior_without_settings_is_a_clear_error(tmp_path, free_base_port, capsys):
     basic_only = tmp_path / "basic.yaml"
     basic_only.write_text("behaviors:\n  Basic:\n    trainer_type: ppo\n")
-    code = cli.main(["train", str(basic_only), "--env", str(REPO_ROOT / "unity_builds" / "TwoBehaviors"),
+    code = main(["train", str(basic_only), "--env", str(REPO_ROOT / "unity_builds" / "TwoBehaviors"),
                      "--base-port", str(free_base_port(1)), "--no-graphics",
                      "--results-dir", str(tmp_path / "results")])
     message = _clean_error(code, capsys.readouterr().err)
@@ -141,7 +145,7 @@ def test_unknown_config_key_exits_1_naming_the_key(tmp_path, fake_build, capsys)
     bad = tmp_path / "bad.yaml"
     bad.write_text(CONFIG.read_text().replace("    time_horizon: 1000",
                                               "    time_horizon: 1000\n    bogus_setting: 3"))
-    code = cli.main(["train", str(bad), "--env", str(fake_build),
+    code = main(["train", str(bad), "--env", str(fake_build),
                      "--results-dir", str(tmp_path / "results")])
     line = _clean_error(code, capsys.readouterr().err)
     assert "bogus_setting" in line and "bad.yaml" in line
@@ -149,7 +153,7 @@ def test_unknown_config_key_exits_1_naming_the_key(tmp_path, fake_build, capsys)
 
 
 def test_wrong_env_path_exits_1(tmp_path, capsys):
-    code = cli.main(["train", str(CONFIG), "--env", str(tmp_path / "NoSuchBuild"),
+    code = main(["train", str(CONFIG), "--env", str(tmp_path / "NoSuchBuild"),
                      "--results-dir", str(tmp_path / "results")])
     line = _clean_error(code, capsys.readouterr().err)
     assert "No Unity build found" in line and "NoSuchBuild" in line
@@ -167,7 +171,7 @@ def test_existing_run_without_flags_says_resume_or_force(tmp_path, fake_build, c
     run_dir = tmp_path / "results" / "ppo"
     run_dir.mkdir(parents=True)
     (run_dir / "configuration.yaml").write_text("behaviors: {}\n")
-    code = cli.main(["train", str(CONFIG), "--env", str(fake_build),
+    code = main(["train", str(CONFIG), "--env", str(fake_build),
                      "--results-dir", str(tmp_path / "results")])
     line = _clean_error(code, capsys.readouterr().err)
     assert "--resume" in line and "--force" in line and "'ppo'" in line
@@ -175,7 +179,7 @@ def test_existing_run_without_flags_says_resume_or_force(tmp_path, fake_build, c
 
 
 def test_resume_without_checkpoint_is_a_clear_error(tmp_path, fake_build, capsys):
-    code = cli.main(["train", str(CONFIG), "--env", str(fake_build), "--resume",
+    code = main(["train", str(CONFIG), "--env", str(fake_build), "--resume",
                      "--run-id", "nothing", "--results-dir", str(tmp_path / "results")])
     line = _clean_error(code, capsys.readouterr().err)
     assert "Cannot --resume run 'nothing'" in line and "no checkpoint" in line
@@ -186,17 +190,17 @@ def test_force_wipes_the_run_folder(tmp_path):
     CheckpointManager(run_dir, keep=1).save({"step": 5}, 5)
     (run_dir / "configuration.yaml").write_text("old")
     (run_dir / "progress.csv").write_text("old")
-    with pytest.raises(cli.CliError, match="--resume"):
-        cli.prepare_run_dir(run_dir, resume=False, force=False)
-    cli.prepare_run_dir(run_dir, resume=False, force=True)
+    with pytest.raises(CliError, match="--resume"):
+        prepare_run_dir(run_dir, resume=False, force=False)
+    prepare_run_dir(run_dir, resume=False, force=True)
     assert not run_dir.exists()
-    cli.prepare_run_dir(run_dir, resume=False, force=False)  # nothing there: fine
+    prepare_run_dir(run_dir, resume=False, force=False)  # nothing there: fine
 
 
 def test_force_refuses_a_folder_that_is_not_a_run(tmp_path):
     (tmp_path / "precious.txt").write_text("keep me")
-    with pytest.raises(cli.CliError, match="does not look like a unity-rl run folder"):
-        cli.prepare_run_dir(tmp_path, resume=False, force=True)
+    with pytest.raises(CliError, match="does not look like a unity-rl run folder"):
+        prepare_run_dir(tmp_path, resume=False, force=True)
     assert (tmp_path / "precious.txt").exists()
 
 
@@ -205,17 +209,17 @@ def test_port_in_use_is_a_clear_error(tmp_path, fake_build, free_base_port, caps
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("0.0.0.0", port))
         sock.listen()
-        code = cli.main(["train", str(CONFIG), "--env", str(fake_build), "--base-port", str(port),
+        code = main(["train", str(CONFIG), "--env", str(fake_build), "--base-port", str(port),
                          "--results-dir", str(tmp_path / "results")])
     line = _clean_error(code, capsys.readouterr().err)
     assert f"Port {port}" in line and "--base-port" in line
 
 
 def test_evaluate_and_export_need_a_run(tmp_path, capsys):
-    code = cli.main(["evaluate", "--run-id", "ghost", "--results-dir", str(tmp_path)])
+    code = main(["evaluate", "--run-id", "ghost", "--results-dir", str(tmp_path)])
     assert "No run 'ghost'" in _clean_error(code, capsys.readouterr().err)
     (tmp_path / "empty").mkdir()
-    code = cli.main(["export", "--run-id", "empty", "--results-dir", str(tmp_path)])
+    code = main(["export", "--run-id", "empty", "--results-dir", str(tmp_path)])
     assert "has no checkpoint yet" in _clean_error(code, capsys.readouterr().err)
 
 

@@ -531,8 +531,13 @@ def test_reward_signals_load_in_yaml_order_and_dump_back(tmp_path):
     assert_names(err, "behaviors.B.reward_signals", "pleasure", "unknown reward signal", "extrinsic")
 
 
-def test_poca_refuses_learned_reward_signals_by_name(tmp_path):
-    err = error_for(tmp_path, "behaviors:\n  B:\n    trainer_type: poca\n    reward_signals:\n"
+def test_poca_takes_learned_reward_signals_as_mlagents_does(tmp_path):
+    """mlagents-learn 1.1.0's POCA warns about learned signals at run time, then trains them:
+    the config takes them as for PPO."""
+    cfg = load_text(tmp_path, "behaviors:\n  B:\n    trainer_type: poca\n    reward_signals:\n"
                               "      extrinsic: {gamma: 0.99, strength: 1.0}\n"
-                              "      curiosity: {gamma: 0.99, strength: 0.02}\n")
-    assert_names(err, "behaviors.B.reward_signals", "curiosity", "not supported for trainer_type 'poca'")
+                              "      curiosity: {gamma: 0.9, strength: 0.02}\n"
+                              "      rnd: {strength: 0.01}\n")
+    signals = cfg.behaviors["B"].reward_signals
+    assert [s.name for s in signals] == ["extrinsic", "curiosity", "rnd"]
+    assert signals[1].gamma == 0.9 and signals[1].strength == 0.02

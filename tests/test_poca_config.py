@@ -1,6 +1,7 @@
 """``trainer_type: poca`` in configs: Unity's POCA configs load unchanged with ML-Agents'
 meaning; what mlagents-learn refuses (``shared_critic``) and what is not supported yet
-(``self_play``, ``memory``) is refused by name."""
+is refused by name; learned reward signals and behavioral cloning load as mlagents-learn takes
+them, and ``memory``."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -48,14 +49,36 @@ def _variant(tmp_path, old: str, new: str) -> Path:
 @pytest.mark.parametrize("old,new,names", [
     ("      num_epoch: 3\n", "      num_epoch: 3\n      shared_critic: true\n",
      ("hyperparameters", "shared_critic")),
-    ("      strength: 1.0\n", "      strength: 1.0\n      rnd: {gamma: 0.99, strength: 0.01}\n",
-     ("reward_signals", "rnd", "poca")),
-    ("      vis_encode_type: simple\n",
-     "      vis_encode_type: simple\n      memory: {sequence_length: 64, memory_size: 128}\n",
-     ("memory", "poca")),
 ])
 def test_what_is_refused_is_named(tmp_path, old, new, names):
     with pytest.raises(ConfigError) as err:
         load_config(_variant(tmp_path, old, new))
     for name in names:
         assert name in str(err.value)
+
+
+def test_learned_reward_signals_load_for_poca(tmp_path):
+    """mlagents-learn 1.1.0 warns at run time and trains them (docs/multi-agent.md)."""
+    path = _variant(tmp_path, "      strength: 1.0\n",
+                    "      strength: 1.0\n      rnd: {gamma: 0.9, strength: 0.01}\n")
+    signals = load_config(path).behaviors["DungeonEscape"].reward_signals
+    assert [(s.name, s.gamma) for s in signals] == [("extrinsic", 0.99), ("rnd", 0.9)]
+
+
+def test_behavioral_cloning_loads_for_poca(tmp_path):
+    """ML-Agents' POCA optimizer builds a BCModule as PPO's does (docs/multi-agent.md)."""
+    path = _variant(tmp_path, "    keep_checkpoints: 5\n",
+                    "    behavioral_cloning: {demo_path: x.demo, strength: 0.5, steps: 10000}\n"
+                    "    keep_checkpoints: 5\n")
+    bc = load_config(path).behaviors["DungeonEscape"].behavioral_cloning
+    assert (bc.demo_path, bc.strength, bc.steps) == ("x.demo", 0.5, 10000)
+
+
+def test_poca_takes_memory(tmp_path):
+    """The POCA learner has memory (tests/algos/test_poca_mlagents_reference.py); the config
+    takes ``network_settings.memory`` for POCA as ML-Agents does."""
+    path = _variant(tmp_path, "      vis_encode_type: simple\n",
+                    "      vis_encode_type: simple\n"
+                    "      memory: {sequence_length: 64, memory_size: 128}\n")
+    net = load_config(path).behaviors["DungeonEscape"].network_settings
+    assert (net.sequence_length, net.memory_size) == (64, 128)

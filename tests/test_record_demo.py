@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from unity_rl import cli
+from unity_rl.cli import main
 from unity_rl.demos import load_demo
 from unity_rl.envs.vec_env import UnityVecEnv
 from unity_rl.evaluate import record_policy_demo
@@ -49,7 +49,7 @@ def test_the_first_agent_is_recorded_as_unity_s_recorder_would(tmp_path, free_ba
 
 
 def test_record_demo_refuses_an_output_that_is_not_a_demo_file(tmp_path, capsys):
-    code = cli.main(["record-demo", "--run-id", "x", "--results-dir", str(tmp_path),
+    code = main(["record-demo", "--run-id", "x", "--results-dir", str(tmp_path),
                      "--output", str(tmp_path / "out.txt")])
     assert code == 1
     assert ".demo" in capsys.readouterr().err

@@ -9,6 +9,11 @@ class UserError(Exception):
     it without a traceback; every such error type of unity_rl derives from it."""
 
 
+class CliError(UserError):
+    """A problem with the command line the user can fix (a flag, a path, a run folder); the CLI
+    prints it as one line and exits 1."""
+
+
 class ConfigError(UserError, ValueError):
     """A configuration problem; the message names the file, the section and the key."""
 

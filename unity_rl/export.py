@@ -55,6 +55,8 @@ from typing import Any, Sequence
 import torch
 from torch import nn
 
+from unity_rl.envs.types import short_name
+
 MODEL_EXPORT_VERSION = 3
 """ML-Agents' ``MODEL_EXPORT_VERSION`` (ModelApiVersion.MLAgents2_0)."""
 DEFAULT_OPSET = 13
@@ -273,7 +275,7 @@ def _behavior_entry(state: dict, path, behavior: str | None) -> dict:
         raise CheckpointError(f"'{path}' holds policies for several behaviors {sorted(entries)}: "
                               f"choose one with --behavior")
     for name, entry in entries.items():
-        if behavior in (name, name.split("?", 1)[0]):
+        if behavior in (name, short_name(name)):
             return entry
     raise CheckpointError(f"'{path}' has no policy for behavior '{behavior}'; it has "
                           f"{sorted(entries)}")

@@ -11,7 +11,7 @@ from mlagents_envs.base_env import ActionSpec
 from unity_rl.algorithms.ddpg.learner import (DDPGConfig, DDPGLearner, DDPGPolicy, continuous_action_size,
                                  updates_owed)
 from unity_rl.algorithms.noise import GaussianNoise, OrnsteinUhlenbeckNoise
-from unity_rl.replay.buffers import ReplayBuffer
+from unity_rl.replay import ReplayBuffer
 from unity_rl.experience import TransitionBatch
 
 SPEC = ActionSpec.create_continuous(2)

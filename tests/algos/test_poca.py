@@ -22,22 +22,24 @@ def learner(seed: int = 0) -> POCALearner:
                        seed=seed)
 
 
-def trajectories(rng, n=4, length=8, mates=2):
+def trajectories(rng, n=4, length=8, mates=2, obs=4, branches=(3,)):
     out = []
     for _ in range(n):
-        group_obs = rng.normal(size=(length, mates, 4)).astype(np.float32)
+        group_obs = rng.normal(size=(length, mates, obs)).astype(np.float32)
         group_obs[length // 2:, -1] = np.nan  # a member leaves half way
         out.append(Trajectory(
-            obs=rng.normal(size=(length, 4)).astype(np.float32),
-            actions=rng.integers(0, 3, (length, 1)), logprobs=np.full((length, 1), -1.1, np.float32),
+            obs=rng.normal(size=(length, obs)).astype(np.float32),
+            actions=rng.integers(0, 2, (length, len(branches))),
+            logprobs=np.full((length, len(branches)), -1.1, np.float32),
             values=np.zeros(length, np.float32), rewards=np.zeros(length, np.float32),
-            last_obs=rng.normal(size=4).astype(np.float32), terminated=True,
+            last_obs=rng.normal(size=obs).astype(np.float32), terminated=True,
             extras=StepExtras(group_obs=group_obs,
-                              group_actions=rng.integers(0, 3, (length, mates, 1)).astype(np.float32),
+                              group_actions=rng.integers(0, 2, (length, mates, len(branches))
+                                                         ).astype(np.float32),
                               groupmate_rewards=np.zeros(length, np.float32),
                               group_rewards=rng.normal(size=length).astype(np.float32),
                               group_dones=np.zeros((length, mates), bool)),
-            next_group_obs=rng.normal(size=(1, 4)).astype(np.float32), group_continues=True))
+            next_group_obs=rng.normal(size=(1, obs)).astype(np.float32), group_continues=True))
     return out
 
 
@@ -101,3 +103,68 @@ def test_host_trains_the_learner_and_reports_group_returns():
     metrics = host.train(sync=True)
     assert metrics["Environment/Group Cumulative Reward"] == 0.5
     assert np.isfinite(metrics["Losses/Baseline Loss"]) and host.version == 1
+
+
+def test_memory_pads_sequences_carries_both_critic_memories_and_ships_a_recurrent_actor():
+    """``network_settings.memory`` (weight for weight in test_poca_mlagents_reference.py): odd
+    trajectory lengths padded to whole sequences and masked out, a learned signal on the padded
+    rows, the value and baseline memories carried from trajectory to trajectory (not
+    checkpointed), and the recurrent actor for PPO's acting policy and export."""
+    from unity_rl.algorithms.network_config import MemoryConfig
+    from unity_rl.algorithms.reward_signals.config import CuriosityConfig, RewardSignalConfig
+
+    net = NetworkConfig(hidden_units=16, num_layers=1,
+                        memory=MemoryConfig(sequence_length=4, memory_size=8))
+    signals = (RewardSignalConfig("extrinsic"),
+               CuriosityConfig("curiosity", network_settings=NetworkConfig(hidden_units=8)))
+    make = lambda seed: POCALearner([(4,)], SPEC, POCAConfig(buffer_size=32, minibatch_size=16),  # noqa: E731
+                                    net, seed=seed, reward_signals=signals)
+    a = make(3)
+    assert a.sequence_length == 4 and a.critic.memory_size == 8
+    rng = np.random.default_rng(1)
+    data = [t._replace(extras=t.extras._replace(memories=rng.normal(size=(7, 8)).astype(
+        np.float32))) for t in trajectories(rng, n=3, length=7)]
+    batch = a.prepare(data)
+    assert len(batch.obs) == 3 * 8 and int(batch.loss_mask.sum()) == 3 * 7
+    assert batch.memories.shape == batch.value_memories.shape == (3 * 2, 8)
+    assert not batch.loss_mask[7] and torch.isnan(batch.mates_obs[7]).all()  # a padded row
+    assert torch.equal(batch.value_memories[0], torch.zeros(8))  # the first from zeros
+    assert not torch.equal(batch.value_memories[2], torch.zeros(8))  # then carried across
+    assert not torch.equal(batch.value_memories[1], batch.baseline_memories[1])
+    metrics = a.optimise(batch)
+    assert np.isfinite(metrics["Losses/Baseline Loss"]) and "Losses/Curiosity Forward Loss" in metrics
+    assert a.value_memory is not None and a.baseline_memory is not None
+
+    b = make(4)
+    b.load_state_dict(a.state_dict())
+    assert b.value_memory is None  # as ML-Agents, the carry is not part of checkpoints
+    policy = PPOPolicy([(4,)], SPEC, net, seed=0, shared_critic=True)
+    policy.load_weights(a.weights())
+    obs = rng.normal(size=(2, 4)).astype(np.float32)
+    actions, logprobs, _ = policy.act(obs, np.ones((2, 3), bool), agent_keys=["x", "y"])
+    assert actions.shape == (2, 1) and np.isfinite(logprobs).all()
+    assert set(policy.memories) == {"x", "y"}
+    out = a.export_module()(torch.as_tensor(obs), torch.ones(2, 3), torch.zeros(2, 1, 8))
+    assert out[-1].shape == (2, 1, 8)  # recurrent_out, ML-Agents' recurrent ONNX contract
+
+
+def test_gail_trains_beside_the_extrinsic_signal():
+    """GAIL through the same seam as curiosity and RND (their reference: test_poca_mlagents_reference)."""
+    from pathlib import Path
+
+    from unity_rl.algorithms.reward_signals.config import GAILConfig, RewardSignalConfig
+
+    demo = Path(__file__).resolve().parent / "mlagents_reference" / "gail_discrete.demo"
+    spec = SimpleNamespace(continuous_size=0, discrete_branches=(3, 2))
+    poca = POCALearner([(6,)], spec, POCAConfig(buffer_size=32, minibatch_size=16),
+                       NetworkConfig(hidden_units=16, num_layers=1), seed=0,
+                       reward_signals=(RewardSignalConfig("extrinsic"),
+                                       GAILConfig("gail", demo_path=str(demo), strength=0.1,
+                                                  network_settings=NetworkConfig(hidden_units=8))))
+    gail = poca.reward_signals[1]
+    before = {k: v.clone() for k, v in gail.modules.state_dict().items()}
+    metrics = poca.update(trajectories(np.random.default_rng(0), obs=6, branches=(3, 2)))
+    assert {"Losses/GAIL Loss", "Policy/Gail Value Estimate", "Policy/Gail Baseline Estimate"} \
+        <= set(metrics)
+    assert any(not torch.equal(v, gail.modules.state_dict()[k]) for k, v in before.items())
+    assert poca.critic.value_head_names == ["extrinsic", "gail"]

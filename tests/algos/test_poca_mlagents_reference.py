@@ -11,6 +11,11 @@ its mates' later steps have one member masked out) and an interrupted group, so 
 the entity embeddings, the masked attention, the member count, the baseline with groupmates'
 actions, the groupmate and group rewards, the λ-returns and their bootstrap rule, both value
 losses, the policy loss and one Adam over actor and critic together.
+
+``poca_curiosity.npz`` and ``poca_rnd.npz`` add a learned reward signal beside the extrinsic one,
+as mlagents-learn 1.1.0's POCA runs it after its warning: the signal's rewards per trajectory,
+its own value and baseline heads with its gamma and ``ignore_done``, the mean advantage over the
+two streams, and the signal's update after each minibatch's POCA step, with its own Adam.
 """
 from __future__ import annotations
 
@@ -21,10 +26,14 @@ import numpy as np
 import pytest
 import torch
 
-from unity_rl.algorithms.network_config import NetworkConfig
+from unity_rl.algorithms.network_config import MemoryConfig, NetworkConfig
+from unity_rl.algorithms.sequences import padded_length
 from unity_rl.algorithms.poca.config import POCAConfig
 from unity_rl.algorithms.poca.learner import POCALearner, lambda_return
-from unity_rl.algorithms.reward_signals.config import RewardSignalConfig
+from tests.algos.test_reward_signal_reference import our_name
+from unity_rl.algorithms.reward_signals.base import SignalBatch
+from unity_rl.algorithms.reward_signals.config import (CuriosityConfig, RewardSignalConfig,
+                                                       RNDConfig)
 from unity_rl.experience import StepExtras, Trajectory
 
 REFERENCE = Path(__file__).resolve().parent / "mlagents_reference"
@@ -32,11 +41,12 @@ MEMBERS = 3
 
 
 def _load(name: str) -> dict[str, dict[str, np.ndarray]]:
-    out: dict[str, dict[str, np.ndarray]] = {"before": {}, "after": {}, "data": {}, "case": {}}
+    out: dict[str, dict[str, np.ndarray]] = {"before": {}, "after": {}, "data": {}, "case": {},
+                                             "pre": {}, "shuffle": {}}
     with np.load(REFERENCE / f"poca_{name}.npz") as npz:
         for key in npz.files:
             group, field = key.split("/", 1)
-            out[group][field] = npz[key]
+            out.setdefault(group, {})[field] = npz[key]
     return out
 
 
@@ -83,7 +93,8 @@ def _trajectories(case: dict, data: dict) -> list[Trajectory]:
                 last_obs=data["next_obs"][g * MEMBERS + i],
                 terminated=ended and kind != "D", interrupted=kind == "D",
                 action_masks=None if masks is None else masks[rows],
-                extras=StepExtras(group_obs=np.stack(mates_obs), group_actions=np.stack(mates_act),
+                extras=StepExtras(memories=data["memories"][rows] if "memories" in data else None,
+                                  group_obs=np.stack(mates_obs), group_actions=np.stack(mates_act),
                                   groupmate_rewards=np.asarray(mates_rew, np.float32),
                                   group_rewards=data["group_rewards"][rows],
                                   group_dones=np.asarray(mates_done)),
@@ -99,10 +110,20 @@ def _learner(case: dict, n: int) -> POCALearner:
                      num_epochs=int(case["epochs"]), gae_lambda=float(case["lambd"]),
                      clip_coef=float(case["epsilon"]), ent_coef=float(case["beta"]),
                      max_steps=int(case["max_steps"]))
+    memory = (MemoryConfig(sequence_length=int(case["sequence_length"]),
+                           memory_size=int(case["memory_size"])) if "memory_size" in case else None)
     net = NetworkConfig(normalize=False, hidden_units=int(case["hidden"]),
-                        num_layers=int(case["layers"]))
-    return POCALearner([(int(case["obs"]),)], spec, cfg, net, seed=0,
-                       reward_signals=(RewardSignalConfig("extrinsic", gamma=float(case["gamma"])),))
+                        num_layers=int(case["layers"]), memory=memory)
+    signals = [RewardSignalConfig("extrinsic", gamma=float(case["gamma"]))]
+    if "signal" in case:
+        settings = {"curiosity": CuriosityConfig, "rnd": RNDConfig}[str(case["signal"])]
+        signals.append(settings(str(case["signal"]), gamma=float(case["signal_gamma"]),
+                                strength=float(case["strength"]),
+                                learning_rate=float(case["signal_lr"]),
+                                network_settings=NetworkConfig(
+                                    hidden_units=int(case["signal_hidden"]),
+                                    num_layers=int(case["signal_layers"]))))
+    return POCALearner([(int(case["obs"]),)], spec, cfg, net, seed=0, reward_signals=signals)
 
 
 def _ours(learner: POCALearner, key: str) -> tuple[torch.nn.Module, str]:
@@ -115,13 +136,59 @@ def _ours(learner: POCALearner, key: str) -> tuple[torch.nn.Module, str]:
     return learner.model, key
 
 
-@pytest.mark.parametrize("name", ["discrete", "hybrid"])
-def test_one_update_lands_on_mlagents_weights(name):
+def _signal_state(weights: dict) -> dict[str, torch.Tensor]:
+    """ML-Agents' reward-provider parameters under our names (normaliser buffers left out)."""
+    return {ours: torch.from_numpy(v) for k, v in weights.items()
+            if (ours := our_name(k)) is not None}
+
+
+@pytest.mark.parametrize("name", ["discrete", "hybrid", "curiosity", "rnd", "memory"])
+def test_one_update_lands_on_mlagents_weights(name, caplog):
     ref = _load(name)
     case, data = ref["case"], ref["data"]
     trajectories = _trajectories(case, data)
-    n = sum(len(t.rewards) for t in trajectories)
+    L = int(case.get("sequence_length", 1))
+    n = sum(padded_length(len(t.rewards), L) for t in trajectories)  # one minibatch per epoch
     learner = _learner(case, n)
+    signal = learner.reward_signals[1] if "signal" in case else None
+    if signal is not None:  # ML-Agents' create_reward_signals warning, then the signal is used
+        assert f"Reward signal {signal.name.capitalize()} is not supported with the POCA " \
+               "trainer" in caplog.text
+        assert learner.critic.value_head_names == ["extrinsic", signal.name]
+        signal.modules.load_state_dict(_signal_state(ref["signal_before"]))
+        pre = ref["pre"]
+        if pre:  # curiosity: its first update, on a batch of its own
+            signal.update(SignalBatch(pre["obs0"], pre["continuous"], pre["discrete"],
+                                      pre["next_obs0"], np.zeros(len(pre["obs0"]), np.float32),
+                                      np.zeros(len(pre["obs0"]), np.float32), pre["masks"]))
+        evaluated = np.concatenate([
+            signal.rewards(SignalBatch.from_trajectory(t, learner.continuous_size))
+            for t in trajectories]) * signal.strength
+        assert np.ptp(data["signal_rewards"]) > 1e-2, "the case tests nothing"
+        np.testing.assert_allclose(evaluated, data["signal_rewards"], rtol=1e-5, atol=1e-6)
+    _set_weights(learner, ref)
+
+    metrics = learner.update(trajectories, collected_steps=n)
+
+    assert float(learner.critic.max_agents) == MEMBERS
+    if signal is not None:
+        tag = signal.name.capitalize()
+        assert {f"Policy/{tag} Value Estimate", f"Policy/{tag} Baseline Estimate",
+                f"Policy/{tag} Reward"} <= set(metrics)
+        assert any(k.startswith("Losses/") and k not in ("Losses/Policy Loss",
+                   "Losses/Value Loss", "Losses/Baseline Loss") for k in metrics), metrics
+        before = _signal_state(ref["signal_before"])
+        got = signal.modules.state_dict()
+        for key, expected in _signal_state(ref["signal_after"]).items():
+            if not key.startswith("target."):  # RND's target network is fixed
+                assert (expected - before[key]).abs().max() > 1e-5, f"{key} did not move"
+            np.testing.assert_allclose(got[key].numpy(), expected.numpy(), rtol=0, atol=2e-6,
+                                       err_msg=f"{name}: signal {key} differs from ML-Agents'")
+    _check_weights(learner, ref, name)
+
+
+def _set_weights(learner: POCALearner, ref: dict) -> None:
+    """Actor and critic start from the reference's initial weights."""
     critic_keys = {k for k in ref["before"] if k.startswith("critic/")}
     assert {_ours(learner, k)[1] for k in critic_keys} == set(learner.critic.state_dict()), \
         "the reference and POCACritic name different parameters"
@@ -134,9 +201,9 @@ def test_one_update_lands_on_mlagents_weights(name):
                 state[ours] = torch.as_tensor(value, dtype=state[ours].dtype)
         module.load_state_dict(state)
 
-    learner.update(trajectories, collected_steps=n)
 
-    assert float(learner.critic.max_agents) == MEMBERS
+def _check_weights(learner: POCALearner, ref: dict, name: str) -> None:
+    """Actor and critic equal the reference's weights after its update."""
     for key, expected in ref["after"].items():
         if key == "critic/_current_max_agents":
             continue
@@ -147,6 +214,60 @@ def test_one_update_lands_on_mlagents_weights(name):
             assert moved > 1e-4, f"{key} did not move in the reference: the case tests nothing"
         np.testing.assert_allclose(got, expected, rtol=0, atol=2e-6,
                                    err_msg=f"{name}: {key} differs from ML-Agents' update")
+
+
+def test_poca_update_then_behavioral_cloning_lands_on_mlagents_weights():
+    """``behavioral_cloning`` with POCA: ML-Agents' POCA optimizer has a ``BCModule`` and its
+    ``_update_policy`` runs it once after the POCA epochs; the POCA host here runs PPO's BC
+    (``ppo/imitation.py``) on the POCA actor once after the update. Built from a config as a run
+    builds it, fed ML-Agents' shuffles and BC's noise seed (``make_poca_reference.py``)."""
+    from mlagents_envs.base_env import ActionSpec
+
+    from tests.algos.test_bc_mlagents_reference import RecordedShuffles
+    from unity_rl.algorithms.registry import trainer_type
+    from unity_rl.config import parse_config
+    from unity_rl.runtime.algorithm import HostContext
+    from unity_rl.runtime.messages import BehaviorInfo
+
+    ref = _load("bc")
+    case, data = ref["case"], ref["data"]
+    trajectories = _trajectories(case, data)
+    n = sum(len(t.rewards) for t in trajectories)
+    cfg = parse_config({"behaviors": {"B": {
+        "trainer_type": "poca", "max_steps": int(case["max_steps"]),
+        "hyperparameters": {"batch_size": n, "buffer_size": n,
+                            "learning_rate": float(case["learning_rate"]),
+                            "beta": float(case["beta"]), "epsilon": float(case["epsilon"]),
+                            "lambd": float(case["lambd"]), "num_epoch": int(case["epochs"])},
+        "network_settings": {"normalize": False, "hidden_units": int(case["hidden"]),
+                             "num_layers": int(case["layers"])},
+        "reward_signals": {"extrinsic": {"gamma": float(case["gamma"])}},
+        "behavioral_cloning": {"demo_path": str(REFERENCE / "poca_bc.demo"),
+                               "steps": int(case["bc_steps"]),
+                               "strength": float(case["bc_strength"]),
+                               "batch_size": int(case["bc_batch_size"]),
+                               "num_epoch": int(case["bc_num_epoch"])}}}})
+    algorithm = trainer_type("poca").make_algorithm(cfg, "B", cfg.behaviors["B"])
+    host = algorithm.make_host(
+        BehaviorInfo("B?team=0", ((int(case["obs"]),),),
+                     ActionSpec(int(case["continuous"]), tuple(int(b) for b in case["branches"])),
+                     1), HostContext("cpu", 0, 1, "sync", 2))
+    [bc] = host.auxiliary
+    learner = host.learner
+    _set_weights(learner, ref)
+    shuffles = [ref["shuffle"][str(i)] for i in range(len(ref["shuffle"]))]
+    epochs = int(case["epochs"])
+    assert [len(s) for s in shuffles[:epochs]] == [n] * epochs  # the POCA epochs' shuffles first
+    bc.rng = RecordedShuffles({str(i): s for i, s in enumerate(shuffles[epochs:])})
+    bc.generator.manual_seed(100)  # make_poca_reference.BC_SEED
+    host._buffer, host._buffered_steps = trajectories, n  # ML-Agents' trainer step is still 0
+
+    metrics = host.train(sync=True)
+
+    assert metrics["Losses/Pretraining Loss"] > 0 and "Losses/Baseline Loss" in metrics
+    assert not bc.rng.pending, "ML-Agents shuffled the demo more often than BC did"
+    _check_weights(learner, ref, "bc")
+    assert bc.name == "behavioral_cloning"  # checkpointed under the host's "auxiliary"
 
 
 def test_lambda_return_is_td_lambda():

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from unity_rl.replay.buffers import ReplayBuffer, ReplayLockTimeout, SharedReplayBuffer, per_beta
+from unity_rl.replay import ReplayBuffer, ReplayLockTimeout, SharedReplayBuffer, per_beta
 from unity_rl.experience import TransitionBatch
 
 OBS_DIM, ACT_DIM = 3, 2

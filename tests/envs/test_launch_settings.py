@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from unity_rl import cli
+from unity_rl.cli.parser import build_parser
+from unity_rl.cli.train_command import resolve_train_config
 from unity_rl.config import ConfigError, LaunchSettings, RunConfig, apply_overrides, parse_config
 from unity_rl.config.dump import dump_config
 from unity_rl.envs.launcher import RestartQuota
@@ -90,7 +91,7 @@ def test_the_time_scale_default_is_written_once():
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_cli_defaults_are_the_declared_defaults(command):
-    args = cli.build_parser().parse_args([command, *COMMANDS[command]])
+    args = build_parser().parse_args([command, *COMMANDS[command]])
     given = launch_arguments(args)
     assert set(given) == {f.name for f in flag_fields()}
     assert all(v is None for v in given.values())  # not given: the config decides
@@ -101,7 +102,7 @@ def test_cli_defaults_are_the_declared_defaults(command):
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_cli_help_states_each_declared_default(command, capsys):
     with pytest.raises(SystemExit):
-        cli.build_parser().parse_args([command, "--help"])
+        build_parser().parse_args([command, "--help"])
     text = " ".join(capsys.readouterr().out.split())
     for f in flag_fields():
         assert f.metadata["flag"] in text
@@ -118,13 +119,13 @@ def test_every_flag_reaches_its_field():
             "--capture-frame-rate", "25", "--no-graphics", "--no-graphics-monitor",
             "--env", "b", "--env-args", "-x", "1"]
     launch = apply_overrides(RunConfig(), **launch_arguments(
-        cli.build_parser().parse_args(argv))).launch
+        build_parser().parse_args(argv))).launch
     assert launch == LaunchSettings(
         env_path="b", env_args=("-x", "1"), base_port=6000, num_envs=3, num_areas=2, seed=4,
         timeout_wait=9, max_lifetime_restarts=2, restarts_rate_limit_n=-1,
         restarts_rate_limit_period_s=30, width=64, height=48, quality_level=1, time_scale=7.5,
         target_frame_rate=30, capture_frame_rate=25, no_graphics=True, no_graphics_monitor=True)
-    graphics = cli.build_parser().parse_args(["train", "--graphics"])
+    graphics = build_parser().parse_args(["train", "--graphics"])
     assert launch_arguments(graphics)["no_graphics"] is False
 
 
@@ -140,10 +141,10 @@ def test_yaml_over_defaults_and_flags_over_yaml(tmp_path):
     build = tmp_path / "Build.x86_64"
     build.write_text("#!/bin/sh\n")
     build.chmod(0o755)
-    args = cli.build_parser().parse_args(
+    args = build_parser().parse_args(
         ["train", str(config), "--env", str(build), "--num-envs", "2", "--graphics",
          "--height", "60"])
-    cfg, _, _ = cli.resolve_train_config(args)
+    cfg, _, _ = resolve_train_config(args)
     launch = cfg.launch_settings("logs")
     assert (launch.num_envs, launch.no_graphics, launch.height) == (2, False, 60)   # flags
     assert (launch.base_port, launch.seed, launch.time_scale, launch.width) == (6000, 5, 5.0, 100)
@@ -214,7 +215,7 @@ def test_evaluate_honours_num_envs_over_the_run_config(recorded):
     from unity_rl.evaluate import open_vec_env
 
     run = _run_config(num_envs=3, time_scale=5, width=100, seed=7)
-    parser = cli.build_parser()
+    parser = build_parser()
     for argv, builds in ((["--num-envs", "2", "--time-scale", "8"], 2), ([], 3)):
         args = parser.parse_args(["evaluate", "--run-id", "r", *argv])
         with pytest.raises(Launched):
@@ -230,7 +231,7 @@ def test_evaluate_honours_num_envs_over_the_run_config(recorded):
 def test_random_takes_the_same_flags_over_the_defaults(recorded):
     from unity_rl.evaluate import open_vec_env
 
-    parser = cli.build_parser()
+    parser = build_parser()
     with pytest.raises(Launched):
         open_vec_env(parser.parse_args(["random"]), "build", None, behavior=None)
     with pytest.raises(Launched):

@@ -10,7 +10,8 @@ import pytest
 from tests.runtime.fakes import BEHAVIOR, FakeStream
 from unity_rl.experience import Segment, StepExtras, Trajectory, owned_copy
 from unity_rl.runtime.acting import ActingPolicy
-from unity_rl.runtime.actor import Actor, ActorSpec, StreamSettings
+from unity_rl.runtime.actor import Actor
+from unity_rl.runtime.actor_spec import ActorSpec, StreamSettings
 from unity_rl.runtime.algorithm import BehaviorPlan
 from unity_rl.runtime.messages import BehaviorWeights, PolicyWeights, Rollout
 

@@ -48,3 +48,47 @@ def test_builds_split_over_actors_and_parameters_reach_every_stream(tmp_path: Pa
         for key, value in params.items():
             send_environment_parameter(channel, key, value, seed=1)
         assert len(channel.message_queue) == 2
+
+
+def _specs(tmp_path: Path, extra: str):
+    path = tmp_path / "run.yaml"
+    path.write_text(CONFIG + extra)
+    cfg = load_config(path)
+    algorithms, default = make_algorithms(cfg)
+    return actor_specs(cfg, algorithms, default, tmp_path, seed=1)
+
+
+def test_async_actors_run_at_a_lower_cpu_priority_than_the_learner(tmp_path: Path):
+    assert {s.niceness for s in _specs(tmp_path, "  mode: async\n")} == {10}
+    assert {s.niceness for s in _specs(tmp_path, "  mode: sync\n")} == {0}
+    assert {s.niceness for s in _specs(tmp_path, "  mode: async\n  actor_niceness: 0\n")} == {0}
+    assert {s.niceness for s in _specs(tmp_path, "  actor_niceness: 5\n")} == {5}
+
+
+def test_a_niceness_out_of_range_is_refused_naming_the_key(tmp_path: Path):
+    import pytest
+
+    from unity_rl.errors import ConfigError
+    with pytest.raises(ConfigError, match="actor_niceness"):
+        _specs(tmp_path, "  actor_niceness: 25\n")
+
+
+def _child_niceness(niceness: int, out) -> None:
+    import os
+
+    from unity_rl.runtime.backend import lower_priority
+    before = os.nice(0)
+    lower_priority(niceness)
+    out.put(os.nice(0) - before)
+
+
+def test_lower_priority_adds_to_the_process_niceness():
+    import multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    for niceness in (0, 3):
+        proc = ctx.Process(target=_child_niceness, args=(niceness, out))
+        proc.start()
+        got = out.get(timeout=60)
+        proc.join(60)
+        assert got == niceness

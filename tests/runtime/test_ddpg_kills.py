@@ -14,8 +14,8 @@ from tests.runtime.fakes import BEHAVIOR, FakeStream
 from tests.runtime.helpers import RandomKiller, assert_gone, live_descendants
 from unity_rl.algorithms.ddpg.learner import DDPGConfig, DDPGLearner
 from unity_rl.algorithms.network_config import NetworkConfig
-from unity_rl.replay.buffers import SharedReplayBuffer
-from unity_rl.runtime.actor import ActorSpec, StreamSettings
+from unity_rl.replay import SharedReplayBuffer
+from unity_rl.runtime.actor_spec import ActorSpec, StreamSettings
 from unity_rl.runtime.algorithm import BehaviorPlan
 from unity_rl.runtime.local import LocalProcessBackend
 from unity_rl.algorithms.ddpg.acting import ddpg_policy

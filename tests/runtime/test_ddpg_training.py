@@ -17,11 +17,12 @@ from tests.runtime.helpers import REPO_ROOT, checkpoint_entry, live_descendants
 from tests.runtime.test_collector import act, result
 from unity_rl.algorithms.ddpg.learner import DDPGConfig, DDPGLearner
 from unity_rl.algorithms.network_config import NetworkConfig
-from unity_rl.replay.buffers import ReplayBuffer, SharedReplayBuffer
+from unity_rl.replay import ReplayBuffer, SharedReplayBuffer, restore_replay
 from unity_rl.experience import StepExtras, Trajectory, TransitionBatch
 from unity_rl.config import ConfigError, FrozenMap, apply_overrides, load_config
 from unity_rl.metrics import read_progress
-from unity_rl.runtime.actor import Actor, ActorSpec, StreamSettings
+from unity_rl.runtime.actor import Actor
+from unity_rl.runtime.actor_spec import ActorSpec, StreamSettings
 from unity_rl.runtime.collector import TrajectoryCollector
 from unity_rl.runtime.algorithm import BehaviorPlan
 from unity_rl.runtime.messages import BehaviorWeights, PolicyWeights, Rollout
@@ -29,7 +30,6 @@ from unity_rl.runtime.runners import AsyncRunner, SyncRunner
 from unity_rl.algorithms.ddpg.acting import DDPGActorPolicy, ddpg_policy
 from unity_rl.algorithms.offpolicy.acting import carried_priorities, trajectories_to_transitions
 from unity_rl.algorithms.offpolicy.host import OffPolicyHost
-from unity_rl.replay import restore_replay
 from unity_rl.training.trainer import train
 
 CONFIG = REPO_ROOT / "configs" / "ddpg" / "3dball.yaml"

@@ -124,3 +124,22 @@ def test_flush_cuts_open_trajectories_with_their_group_end():
     nxt = sorted(c.flush(), key=lambda t: t.obs[0, 0])
     np.testing.assert_array_equal(nxt[0].obs[:, 0], [3.0])
     np.testing.assert_array_equal(nxt[0].extras.group_obs[0], [[4, 40]])
+
+
+def test_without_groups_the_group_reward_is_added_to_the_reward_with_one_warning(caplog):
+    """PPO/SAC/DDPG collectors (groups=False): ML-Agents' extrinsic provider adds GROUP_REWARD
+    for every trainer, and warns once; the episode return counts the agent's own reward."""
+    c = TrajectoryCollector(time_horizon=100, groups=False)
+    with caplog.at_level("WARNING", logger="unity_rl.runtime.collector"):
+        act(c, result([(0, 1.0, 0, 0), (1, 2.0, 0, 0)]))
+        act(c, result([(0, 4.0, 0.1, 0.5), (1, 5.0, 0.2, 0.5)]))
+        act(c, result([(0, 7.0, 1.0, 0.0), (1, 8.0, 2.0, -0.25)]))
+        act(c, result(terminals=[(0, 10.0, 0.0, 1.0, False), (1, 11.0, 0.0, 1.0, True)]))
+    a0, a1 = sorted(c.take(), key=lambda t: t.obs[0, 0])
+    np.testing.assert_allclose(a0.rewards, [0.6, 1.0, 1.0])
+    np.testing.assert_allclose(a1.rewards, [0.7, 1.75, 1.0])
+    assert a0.extras.group_rewards is None  # no group data without group collection
+    assert a0.terminated and not a1.terminated
+    np.testing.assert_allclose(sorted(c.episode_returns), [1.1, 2.2])
+    warnings = [r for r in caplog.records if "Group Reward" in r.getMessage()]
+    assert len(warnings) == 1 and "POCA" in warnings[0].getMessage()

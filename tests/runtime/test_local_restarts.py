@@ -25,7 +25,7 @@ from tests.runtime.fakes import BEHAVIOR, FakeStream
 from tests.runtime.helpers import RandomKiller, assert_gone, live_descendants, tiny_config
 from tests.runtime.test_wirings import host_for, spec, weights_of
 from tests.waiting import wait_until
-from unity_rl.runtime.actor import StreamSettings
+from unity_rl.runtime.actor_spec import StreamSettings
 from unity_rl.runtime.local import LocalProcessBackend
 from unity_rl.runtime.messages import ActorFailedError
 from unity_rl.runtime.runners import AsyncRunner, SyncRunner

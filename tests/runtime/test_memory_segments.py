@@ -15,7 +15,8 @@ from unity_rl.algorithms.ppo.host import PPOAlgorithm
 from unity_rl.config import parse_config
 from unity_rl.envs.agent_stream import StepResult
 from unity_rl.envs.types import AgentKey, DecisionBatch, TerminalBatch
-from unity_rl.runtime.actor import Actor, ActorSpec, StreamSettings
+from unity_rl.runtime.actor import Actor
+from unity_rl.runtime.actor_spec import ActorSpec, StreamSettings
 from unity_rl.runtime.collector import TrajectoryCollector
 from unity_rl.runtime.messages import BehaviorInfo, BehaviorWeights, PolicyWeights
 from unity_rl.runtime.algorithm import HostContext

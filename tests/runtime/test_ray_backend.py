@@ -33,7 +33,7 @@ from unity_rl.checkpoint import CheckpointManager
 from unity_rl.config import FrozenMap, apply_overrides, load_config
 from unity_rl.metrics import read_progress
 from unity_rl.training import trainer, wiring
-from unity_rl.runtime.actor import ActorSpec, StreamSettings
+from unity_rl.runtime.actor_spec import ActorSpec, StreamSettings
 from unity_rl.training.wiring import make_backend
 from unity_rl.runtime.algorithm import BehaviorPlan
 from unity_rl.runtime.messages import ActorFailedError, BehaviorWeights, PolicyWeights

@@ -11,7 +11,8 @@ from tests.runtime.fakes import BANDIT, BEHAVIOR, FakeStream, two_behaviors
 from tests.runtime.helpers import live_descendants
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner
-from unity_rl.runtime.actor import Actor, ActorSpec, StreamSettings
+from unity_rl.runtime.actor import Actor
+from unity_rl.runtime.actor_spec import ActorSpec, StreamSettings
 from unity_rl.runtime.algorithm import BehaviorPlan
 from unity_rl.runtime.local import LocalProcessBackend
 from unity_rl.runtime.messages import ActorFailedError, BehaviorWeights, PolicyWeights, Rollout

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from unity_rl.config.sections import SelfPlayConfig
+from unity_rl.config.behavior_config import SelfPlayConfig
 from unity_rl.experience import Segment, StepExtras, Trajectory
 from unity_rl.runtime.messages import SNAPSHOT_VERSION, Control, LanePolicy, BehaviorWeights
 from unity_rl.training.ghost import LATEST, GhostController, GhostTrainer, elo_change, team_of

@@ -7,7 +7,8 @@ import pytest
 from unity_rl.standin.academy import Academy, StepMessage
 from unity_rl.standin.options import OptionError, PlayerOptions
 from unity_rl.standin.scenes.base import BehaviorDef, BehaviorSpecDef
-from unity_rl.standin.wire import ActionBatch, ObsSpec
+from unity_rl.standin.wire import ObsSpec
+from unity_rl.standin.wire_input import ActionBatch
 
 NAME = "Scripted?team=0"
 

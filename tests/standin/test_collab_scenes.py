@@ -89,7 +89,7 @@ def test_a_block_moves_only_with_as_many_pushers_as_its_value():
 def test_dungeon_sacrifice_drops_the_key_and_the_carrier_unlocks_the_door():
     """Through the Academy: the killer's terminal (not interrupted, no group reward), no more
     decisions from it; the carrier's door: +1 group reward to the two others, the group's end."""
-    from unity_rl.standin.wire import ActionBatch
+    from unity_rl.standin.wire_input import ActionBatch
 
     academy = Academy(SCENES["DungeonEscape"], PlayerOptions(agents=(3,)), seed=0)
     academy.reset()

@@ -24,7 +24,7 @@ from unity_rl.standin.scenes.hallway import (
     O,
     X,
 )
-from unity_rl.standin.wire import ActionBatch
+from unity_rl.standin.wire_input import ActionBatch
 
 NAME = "Hallway?team=0"
 RAY = 7  # floats per ray: one-hot of the 5 tags, "no hit", hit fraction

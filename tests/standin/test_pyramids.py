@@ -9,7 +9,7 @@ from unity_rl.standin.academy import Academy
 from unity_rl.standin.options import PlayerOptions, parse_args
 from unity_rl.standin.scenes import SCENES
 from unity_rl.standin.scenes import pyramids as P
-from unity_rl.standin.wire import ActionBatch
+from unity_rl.standin.wire_input import ActionBatch
 
 NAME = "Pyramids?team=0"
 RAY_NAMES = ["RayPerceptionSensor", "RayPerceptionSensor1", "RayPerceptionSensor2"]

@@ -10,7 +10,7 @@ from unity_rl.standin.scenes import SCENES
 from unity_rl.standin.scenes.ball3d import Ball3DModel, pd_controller
 from unity_rl.standin.scenes.basic import BasicModel
 from unity_rl.standin.side_channels import EnvironmentParameters
-from unity_rl.standin.wire import ActionBatch
+from unity_rl.standin.wire_input import ActionBatch
 
 BALL = "3DBall?team=0"
 

@@ -7,8 +7,10 @@ from mlagents_envs.communicator_objects.agent_action_pb2 import AgentActionProto
 from mlagents_envs.communicator_objects.unity_message_pb2 import UnityMessageProto
 from mlagents_envs.rpc_utils import behavior_spec_from_proto, steps_from_proto
 
-from unity_rl.standin.academy import Academy, brain_parameters_bytes
+from unity_rl.standin.academy import Academy
+from unity_rl.standin.agent_groups import brain_parameters_bytes
 from unity_rl.standin.options import PlayerOptions
+from unity_rl.standin.proto_bytes import len_field, read_varint, tag, varint
 from unity_rl.standin.scenes import SCENES
 from unity_rl.standin.scenes.visual_ball import VisualBallModel
 from unity_rl.standin.wire import (
@@ -16,14 +18,10 @@ from unity_rl.standin.wire import (
     AgentInfoBatch,
     ObsEncoder,
     ObsSpec,
-    decode_input_message,
     encode_agent_infos,
     encode_output_message,
-    len_field,
-    read_varint,
-    tag,
-    varint,
 )
+from unity_rl.standin.wire_input import decode_input_message
 
 
 @pytest.mark.parametrize("value", [0, 1, 127, 128, 300, 2**31 - 1, -1, -(2**31)])

@@ -230,7 +230,7 @@ def test_match3_moves_clear_lines_and_the_greedy_heuristic_beats_random():
 def _drive(academy, steps, rng):
     """Random actions in-process; yields, per message, its terminal batches then its decision
     batches as (group name, batch) (an agent that switched behavior is in both)."""
-    from unity_rl.standin.wire import ActionBatch
+    from unity_rl.standin.wire_input import ActionBatch
 
     for _ in range(steps):
         message = academy.begin_step()

@@ -28,3 +28,14 @@ def sequence_rows(sequences: np.ndarray, sequence_length: int) -> np.ndarray:
     """The row indices of these sequence indices, each sequence's L rows in order."""
     sequences = np.asarray(sequences, np.int64)
     return (sequences[:, None] * sequence_length + np.arange(sequence_length)).reshape(-1)
+
+
+def pad_trajectories(rows: np.ndarray, lengths: list[int], sequence_length: int,
+                     value: float = 0) -> np.ndarray:
+    """Rows of several trajectories one after the other ([sum(lengths), ...]) with each
+    trajectory padded to whole sequences (``pad_sequences``); unchanged when L is 1."""
+    if sequence_length == 1:
+        return np.asarray(rows)
+    starts = np.cumsum([0] + list(lengths))
+    return np.concatenate([pad_sequences(rows[starts[i]:starts[i + 1]], sequence_length, value)
+                           for i in range(len(lengths))])

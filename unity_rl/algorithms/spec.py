@@ -70,7 +70,7 @@ class TrainerTypeSpec:
     """The type runs ``behavioral_cloning:`` (its host builds the BC update); others refuse it."""
     learned_reward_signals: bool = True
     """Whether the type trains learned reward signals (curiosity, RND, GAIL) beside extrinsic;
-    False refuses them in the config (POCA here, for now)."""
+    False refuses them in the config."""
     self_play: bool = True
     """Whether ``self_play:`` may wrap it (ML-Agents' GhostTrainer wraps any of its trainer
     types; a type that is not ML-Agents' says False and the config refuses the section)."""

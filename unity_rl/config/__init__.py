@@ -39,8 +39,11 @@ self-play, memory outside PPO and SAC, ...) are refused by name; only the values
 (``deterministic: false``, ...) are accepted; ``threaded`` is accepted either way (it changes nothing here). Every
 ``vis_encode_type`` is implemented (``unity_rl.algorithms.encoders``).
 
-The package splits by concern: ``sections`` (the dataclasses), ``keys`` (YAML keys <-> fields),
-``parsing`` (strict loading), ``overrides`` (command-line values), ``dump`` (writing it back).
+The package splits by concern: the sections as frozen dataclasses (``run_config``: ``RunConfig``
+and its run-level sections; ``behavior_config``; ``environment_parameters``: samplers and
+curricula; built of ``frozen_map`` and ``field_checks``), ``keys`` (YAML keys <-> fields),
+``strict``, ``parsing``, ``parse_behavior`` and ``parse_environment_parameters`` (strict
+loading), ``overrides`` (command-line values), ``dump`` (writing it back).
 
 ``hyperparameters`` are read by the trainer type's spec (``unity_rl.algorithms.registry``): its
 torch-free config dataclass and YAML keys. PPO keeps ML-Agents' keys and lands in ``PPOConfig``,
@@ -58,21 +61,13 @@ from __future__ import annotations
 from unity_rl.config.dump import CONFIG_FILE, config_to_yaml, dump_config, write_config
 from unity_rl.config.overrides import OVERRIDES, apply_overrides, select_behavior
 from unity_rl.config.parsing import load_config, parse_config
-from unity_rl.config.sections import (
-    SAMPLER_PARAMETERS,
-    BehaviorConfig,
-    CheckpointConfig,
-    CompletionCriteria,
-    ConfigError,
-    Curriculum,
-    EnvironmentParameter,
-    FrozenMap,
-    Lesson,
-    RunConfig,
-    TorchConfig,
-    UnityRLConfig,
-)
+from unity_rl.config.behavior_config import BehaviorConfig
+from unity_rl.config.environment_parameters import (SAMPLER_PARAMETERS, CompletionCriteria,
+                                                    Curriculum, EnvironmentParameter, Lesson)
+from unity_rl.config.frozen_map import FrozenMap
+from unity_rl.config.run_config import CheckpointConfig, RunConfig, TorchConfig, UnityRLConfig
 from unity_rl.envs.settings import LaunchSettings
+from unity_rl.errors import ConfigError
 
 __all__ = [
     "CONFIG_FILE", "OVERRIDES", "SAMPLER_PARAMETERS", "BehaviorConfig",

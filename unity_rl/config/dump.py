@@ -9,13 +9,9 @@ import yaml
 
 from unity_rl.algorithms.reward_signals.config import yaml_fields
 from unity_rl.config.keys import MEMORY_KEYS, NETWORK_KEYS, SELF_PLAY_KEYS, hyperparameter_keys
-from unity_rl.config.sections import (
-    SAMPLER_PARAMETERS,
-    BehaviorConfig,
-    Curriculum,
-    EnvironmentParameter,
-    RunConfig,
-)
+from unity_rl.config.behavior_config import BehaviorConfig
+from unity_rl.config.environment_parameters import SAMPLER_PARAMETERS, Curriculum, EnvironmentParameter
+from unity_rl.config.run_config import RunConfig
 from unity_rl.envs.settings import ENGINE_SECTION, ENV_SECTION, LaunchSettings, section_fields
 
 

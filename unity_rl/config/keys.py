@@ -4,10 +4,7 @@ from __future__ import annotations
 import dataclasses
 
 from unity_rl.algorithms.registry import trainer_type as trainer_type_spec
-from unity_rl.config.sections import (
-    CheckpointConfig,
-    UnityRLConfig,
-)
+from unity_rl.config.run_config import CheckpointConfig, UnityRLConfig
 from unity_rl.envs.settings import ENGINE_SECTION, ENV_SECTION, section_fields
 
 

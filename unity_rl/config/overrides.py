@@ -8,8 +8,12 @@ from typing import Any
 
 
 from unity_rl.config.keys import CHECKPOINT_KEYS, ENGINE_KEYS, ENV_KEYS, UNITY_RL_KEYS
-from unity_rl.config.parsing import VALUE_ERROR, Where, coerce
-from unity_rl.config.sections import BehaviorConfig, ConfigError, FrozenMap, RunConfig
+from unity_rl.config.strict import VALUE_ERROR, Where, coerce
+from unity_rl.config.behavior_config import BehaviorConfig
+from unity_rl.config.frozen_map import FrozenMap
+from unity_rl.config.run_config import RunConfig
+from unity_rl.envs.types import short_name
+from unity_rl.errors import ConfigError
 
 
 # ==============================================================================================
@@ -21,12 +25,12 @@ def select_behavior(cfg: RunConfig, behavior_name: str) -> BehaviorConfig:
 
     Exact name first, then the name without its '?team=..' suffix, then default_settings.
     """
-    for name in (behavior_name, behavior_name.split("?", 1)[0]):
+    for name in (behavior_name, short_name(behavior_name)):
         if name in cfg.behaviors:
             return cfg.behaviors[name]
     if cfg.default_settings is not None:
         return cfg.default_settings
-    raise ConfigError(cfg.source or "<config>", "behaviors", behavior_name.split("?", 1)[0],
+    raise ConfigError(cfg.source or "<config>", "behaviors", short_name(behavior_name),
                       f"no settings for behavior '{behavior_name}'. Configured behaviors: "
                       f"{', '.join(sorted(cfg.behaviors)) or '(none)'}. Add a section "
                       f"behaviors.{behavior_name.split('?', 1)[0]} or default_settings.")

@@ -2,7 +2,8 @@
 messages, ``coerce`` (a YAML value to a field's type, or a ``ConfigError`` naming the key),
 ``_read_keys`` (known keys only; ML-Agents options refused by name unless "off"), ``_build``
 (a dataclass, its ``ValueError`` turned into a ``ConfigError`` at the right key) and
-``_deep_merge``. ``parsing.py`` holds the per-section parsers that use them.
+``_deep_merge``. ``parsing``, ``parse_behavior`` and ``parse_environment_parameters`` hold the
+per-section parsers that use them.
 """
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from unity_rl.config.keys import NOT_SUPPORTED
-from unity_rl.config.sections import ConfigError, is_int
+from unity_rl.config.field_checks import is_int
+from unity_rl.errors import ConfigError
 
 
 class Where:

@@ -28,6 +28,7 @@ import numpy as np
 from gymnasium import spaces
 from mlagents_envs.base_env import ActionSpec, ActionTuple, BehaviorSpec, DecisionSteps
 
+from unity_rl.envs.types import short_name  # noqa: F401  (re-exported)
 from unity_rl.errors import UserError
 
 
@@ -45,11 +46,6 @@ class BehaviorNotFoundError(UserError, ValueError):
 
 class UnselectedBehaviorError(UserError, RuntimeError):
     """Agents of a behavior that was not selected request decisions (``other_behaviors="error"``)."""
-
-
-def short_name(behavior: str) -> str:
-    """'3DBall?team=0' -> '3DBall'."""
-    return behavior.split("?", 1)[0]
 
 
 def select_behavior(specs: Mapping[str, BehaviorSpec], wanted: str | None, env_path: str) -> str:

@@ -59,3 +59,8 @@ class TerminalBatch(NamedTuple):
     ``DecisionBatch.group_id``."""
     group_reward: np.ndarray | None = None
     """[n] float32: group reward since the agent's previous decision, the last one included."""
+
+
+def short_name(behavior: str) -> str:
+    """'3DBall?team=0' -> '3DBall' (a behavior's name without Unity's ``?team=N``)."""
+    return behavior.split("?", 1)[0]

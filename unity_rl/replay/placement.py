@@ -12,11 +12,12 @@ from __future__ import annotations
 import weakref
 from typing import Callable
 
-from unity_rl.replay.buffers import ReplayBuffer, SharedReplayBuffer
+from unity_rl.replay.ring_buffer import ReplayBuffer
+from unity_rl.replay.shared_buffer import SharedReplayBuffer
 
 SHARED_LOCK_TIMEOUT_S = 10.0
 """Longest wait for a shared buffer's lock while a live process holds it (a dead holder is
-recovered at once: ``unity_rl.replay.buffers``)."""
+recovered at once: ``unity_rl.replay.shared_buffer``)."""
 
 
 def open_replay(capacity: int, obs_dim: int, act_dim: int, seed: int | None, *, shared: bool,

@@ -12,7 +12,8 @@ from typing import NamedTuple
 import numpy as np
 
 from unity_rl.experience import TransitionBatch
-from unity_rl.replay.buffers import ReplayBuffer, ReplayLockTimeout
+from unity_rl.replay.process_lock import ReplayLockTimeout
+from unity_rl.replay.ring_buffer import ReplayBuffer
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ class ReplayFootprint(NamedTuple):
 
 def replay_footprint(capacity: int, obs_dim: int, act_dim: int,
                      prioritized: bool = False, memory_dim: int = 0) -> ReplayFootprint:
-    """Bytes per stored transition and for a full buffer (see ``unity_rl.replay.buffers``;
+    """Bytes per stored transition and for a full buffer (see ``unity_rl.replay.layout``;
     ``memory_dim``: actor and critic memories and a loss mask per row)."""
     per_row = (4 * (2 * obs_dim + act_dim + 2) + (16 if prioritized else 0)
                + (8 * memory_dim + 1 if memory_dim else 0))

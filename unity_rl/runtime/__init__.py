@@ -1,7 +1,8 @@
 """Actors, backends and runners, and the seam trainer types plug into (docs/architecture.md).
 
 - ``collector``: StepResults -> per-agent Trajectories (cuts, bootstrapping, episode stats);
-- ``actor``: one AgentStream + a policy copy -> Segments; ``actor_loop`` is an actor's body;
+- ``actor``: one AgentStream + a policy copy -> Segments; ``actor_spec``: what an actor is
+  given; ``actor_loop``: an actor process's body over any channels;
 - ``messages``: typed learner <-> actor messages (weights, control, reports);
 - ``backend``: the seam (start K actors, broadcast weights and control, receive segments, stop);
   ``supervisor``: the one ``ActorSupervisor`` (slot states, restarts, timeouts) under both

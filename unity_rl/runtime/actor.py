@@ -17,14 +17,12 @@ Contract:
   segment is tagged with the version its lane acted with (a trajectory that grew over several
   collections holds older steps too, with the log-probs of the policies that took them, as in
   ML-Agents);
-- ``actor_loop`` is the backend-independent body of an actor process: it reports ``READY`` with
-  the behaviors' specs, waits for the first weights, then collects until told to stop. In the
-  sync wiring (``ActorSpec.wait_for_new_weights``) it waits after each rollout for a
-  publication newer than the one it used; in the async wiring it only picks up whatever weights
-  have arrived. A ``Control`` (``ToActor.CONTROL``) is applied between collections, in its
-  order among the weights (``ActorSpec.control``, the run's control state when the actor was
-  created, before the builds' first reset). Any exception is sent back as ``FromActor.ERROR``
-  (with the traceback text); the builds are closed in ``finally`` whatever happens.
+- a ``Control`` (environment parameters, self-play lanes, a reset of every build) is applied
+  between collections (``apply_control``); ``ActorSpec.control``, the run's control state when
+  the actor was created, is applied before the builds' first reset.
+
+What an actor is given is ``actor_spec``; the body of an actor process around it, over any pair
+of channels, is ``actor_loop``.
 
 The actor never builds a learner (no optimiser state): it rebuilds each policy from a picklable
 ``policy_factory(obs_shapes, action_spec, seed)`` (plus ``goal_indices=``, the GOAL_SIGNAL
@@ -32,133 +30,32 @@ observations, when the BehaviorSpec has any) and loads CPU weights shipped as pl
 It reaches a policy only through ``unity_rl.runtime.acting.ActingPolicy`` (always passing the
 decision rows' agent keys to ``act``).
 
-Size (about 400 lines): the actor, its lanes and ``actor_loop`` share one contract (above) and
-read best together; the trajectory cutting is ``collector.py``, supervision ``supervisor.py``.
+The trajectory cutting is ``collector.py``, supervision ``supervisor.py``.
 """
 from __future__ import annotations
 
 import logging
 import os
-import queue
-import traceback
-from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Callable
 
 import numpy as np
 
 from unity_rl.experience import Segment
 from unity_rl.runtime.acting import ActingPolicy
-from unity_rl.envs.behavior import ALL_BEHAVIORS
-from unity_rl.envs.settings import DEFAULTS as LAUNCH_DEFAULTS
+from unity_rl.runtime.actor_spec import ActorSpec
 from unity_rl.runtime.algorithm import BehaviorPlan
 from unity_rl.runtime.collector import TrajectoryCollector
 from unity_rl.runtime.messages import (
-    ActorError,
+    SNAPSHOT_VERSION,
     ActorInfo,
     BehaviorInfo,
-    Command,
-    SNAPSHOT_VERSION,
     Control,
-    FromActor,
     PolicyWeights,
-    Report,
     Rollout,
-    ToActor,
     goal_indices_of,
 )
 
 logger = logging.getLogger(__name__)
-
-PolicyFactory = Callable[[Any, Any, int], ActingPolicy]
-"""(obs_shapes, action_spec, seed[, goal_indices=]) -> a policy copy; must pickle (a module-level function or a
-``functools.partial`` of one) because it travels to the actor's process."""
-
-
-
-@dataclass(frozen=True)
-class StreamSettings:
-    """How an actor opens its ``AgentStream`` (everything pickles)."""
-
-    env_path: str
-    """Build executable."""
-    num_builds: int = 1
-    """Builds this actor owns."""
-    worker_id_start: int = 0
-    """Worker id of the actor's first build (distinct ranges per actor: distinct ports)."""
-    seed: int = 0
-    """Seed sent to the builds (build i gets seed + i)."""
-    behaviors: tuple[str, ...] = (ALL_BEHAVIORS,)
-    """Behaviors to train (short or full names), or ``(ALL_BEHAVIORS,)``."""
-    other_behaviors: str = "error"
-    """What agents of behaviors not trained get: 'error' (raise) or 'zeros' (zero actions)."""
-    launch: Any = None
-    """The run's ``unity_rl.envs.launcher.LaunchSettings`` (ports, flags, engine, timeouts)."""
-    restart_quota: tuple[int, int, float] = LAUNCH_DEFAULTS.restart_limits
-    """Build restarts: (lifetime, per period, period seconds); -1 for unlimited."""
-
-    @property
-    def timeout_wait(self) -> float:
-        """Seconds a build may take to connect."""
-        return float((self.launch or LAUNCH_DEFAULTS).timeout_wait)
-
-    @property
-    def step_timeout(self) -> float | None:
-        """Seconds a build may take to answer a step."""
-        return self.launch.answer_timeout if self.launch is not None else None
-
-    def open(self):
-        """Starts the builds and returns the ``AgentStream`` over them."""
-        from unity_rl.envs.agent_stream import AgentStream
-        from unity_rl.envs.launcher import RestartQuota
-
-        return AgentStream.from_settings(
-            self.launch, num_builds=self.num_builds, worker_id_start=self.worker_id_start,
-            seed=self.seed, behaviors=list(self.behaviors),
-            other_behaviors=self.other_behaviors, restart_quota=RestartQuota(*self.restart_quota))
-
-
-class BehaviorSettingsError(ValueError):
-    """The builds have a behavior the config has no settings for (raised by ``plan_for``)."""
-
-
-@dataclass(frozen=True)
-class ActorSpec:
-    """Everything one actor needs, as the wiring hands it to a backend."""
-
-    actor_id: int
-    """Index of the actor, 0..K-1."""
-    stream: StreamSettings
-    """Its builds."""
-    plans: tuple[tuple[str, BehaviorPlan], ...]
-    """(config section name, plan) per behavior section; a name matches a behavior's full or
-    short name."""
-    wait_for_new_weights: bool
-    """Sync wiring: after each rollout, wait for a newer publication."""
-    default_plan: BehaviorPlan | None = None
-    """Plan for behaviors without a section (ML-Agents' default_settings); None: an error."""
-    seed: int = 0
-    """Seed of the policies' action sampling."""
-    torch_threads: int = 1
-    """Intra-op threads of the actor's torch (1: the builds need the other cores)."""
-    control: Control | None = None
-    """The run's control state to start with (a re-created actor gets the latest one)."""
-    stream_factory: Optional[Callable[[], Any]] = field(default=None, compare=False)
-    """Tests: replaces ``stream.open()`` with a stand-in stream (must pickle for processes)."""
-
-    def open_stream(self):
-        return self.stream_factory() if self.stream_factory is not None else self.stream.open()
-
-    def plan_for(self, behavior: str) -> BehaviorPlan:
-        """The plan of a behavior (full name); ``BehaviorSettingsError`` when there is none."""
-        for name, plan in self.plans:
-            if name in (behavior, behavior.split("?", 1)[0]):
-                return plan
-        if self.default_plan is not None:
-            return self.default_plan
-        known = [name for name, _ in self.plans]
-        raise BehaviorSettingsError(f"the builds have behavior '{behavior}' but the config has no settings "
-                         f"for it (sections: {known}): add behaviors.{behavior.split('?', 1)[0]} "
-                         f"or default_settings, or train only some behaviors with --behavior")
 
 
 class _Lane:
@@ -351,100 +248,3 @@ class Actor:
         if self.stream is not None:
             stream, self.stream = self.stream, None
             stream.close()
-
-
-# ----------------------------------------------------------------------------------------------
-# The body of an actor process, over any pair of channels
-# ----------------------------------------------------------------------------------------------
-
-class Inbox(Protocol):
-    """learner -> actor channel (a multiprocessing or Ray queue fits)."""
-
-    def get(self, block: bool = True, timeout: float | None = None) -> Command: ...
-
-
-class Outbox(Protocol):
-    """actor -> learner channel."""
-
-    def put(self, item: Report) -> None: ...
-
-
-class _Stop(Exception):
-    """Internal: the learner asked the actor to stop (or went away)."""
-
-
-WAIT_SLICE_S = 1.0
-"""Longest single blocking wait of an actor on its inbox (between liveness checks)."""
-
-
-def actor_loop(spec: ActorSpec, inbox: Inbox, outbox: Outbox,
-               heartbeat: Callable[[], None] = lambda: None,
-               learner_alive: Callable[[], bool] = lambda: True,
-               stop_requested: Callable[[], bool] = lambda: False) -> None:
-    """Runs one actor until STOP; errors are reported on ``outbox``; builds always closed.
-
-    ``heartbeat()`` is called after every stream step and every wait slice; ``learner_alive()``
-    and ``stop_requested()`` are checked at the same points (a vanished learner stops the actor,
-    so a killed trainer leaves no orphans).
-    """
-    actor = Actor(spec)
-
-    def next_command(block: bool) -> Command | None:
-        """The next command; blocks in slices, checking the learner is still there."""
-        while True:
-            try:
-                return inbox.get(block=block, timeout=WAIT_SLICE_S if block else None)
-            except queue.Empty:
-                if not block:
-                    return None
-            heartbeat()
-            if stop_requested() or not learner_alive():
-                raise _Stop
-
-    def on_step() -> bool:
-        heartbeat()
-        return stop_requested() or not learner_alive()
-
-    def apply(command: Command) -> None:
-        if command.kind is ToActor.STOP:
-            raise _Stop
-        if command.kind is ToActor.WEIGHTS:
-            if command.weights.version >= actor.publication:
-                actor.set_weights(command.weights)
-            return
-        if command.kind is ToActor.CONTROL:
-            actor.apply_control(command.control)
-            return
-        raise ValueError(f"unknown command {command.kind!r}")
-
-    try:
-        info = actor.start()
-        outbox.put(Report(FromActor.READY, spec.actor_id, info))
-        while actor.publication < 0:  # the first weights
-            apply(next_command(block=True))
-        while True:
-            used = actor.publication
-            rollout = actor.collect(on_step)
-            if rollout is None:
-                raise _Stop
-            outbox.put(Report(FromActor.SEGMENT, spec.actor_id, rollout))
-            # Sync: block until newer weights. Async: take whatever has arrived, newest last.
-            while spec.wait_for_new_weights and actor.publication <= used:
-                apply(next_command(block=True))
-            newest = None  # several versions may be queued: load only the newest
-            while (command := next_command(block=False)) is not None:
-                if command.kind is ToActor.WEIGHTS:
-                    if newest is None or command.weights.version >= newest.weights.version:
-                        newest = command
-                else:
-                    apply(command)
-            if newest is not None:
-                apply(newest)
-    except _Stop:
-        pass
-    except Exception as err:  # report every failure to the learner, then exit
-        outbox.put(Report(FromActor.ERROR, spec.actor_id, ActorError(
-            spec.actor_id, f"{type(err).__module__}.{type(err).__qualname__}", str(err),
-            traceback.format_exc())))
-    finally:
-        actor.close()

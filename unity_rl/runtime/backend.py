@@ -36,7 +36,7 @@ from typing import Any, Callable, Collection, Sequence
 
 import psutil
 
-from unity_rl.runtime.actor import ActorSpec
+from unity_rl.runtime.actor_spec import ActorSpec
 from unity_rl.runtime.messages import ActorInfo, Control, PolicyWeights, Rollout
 
 logger = logging.getLogger(__name__)
@@ -59,6 +59,18 @@ def actor_restart_quota(spec: ActorSpec, max_restarts: int | None):
             raise ValueError("max_restarts must be >= -1 (-1: no limit) or None")
         return RestartQuota(max_restarts, -1, 60.0)
     return RestartQuota(*spec.stream.restart_quota)
+
+
+def lower_priority(niceness: int) -> None:
+    """Adds ``niceness`` to this process's (an actor's, before it launches builds, which
+    inherit it); 0: unchanged. A system that refuses it leaves the priority with a warning."""
+    if niceness <= 0:
+        return
+    try:
+        os.nice(niceness)
+    except OSError as exc:
+        logger.warning("could not lower the actor's CPU priority by %d (%s); it runs at the "
+                       "learner's", niceness, exc)
 
 
 def limit_torch_threads(num_threads: int) -> None:

@@ -31,6 +31,12 @@ group reward, and every cut the other members' latest observations and whether o
 was still in its episode (``Trajectory.next_group_obs``, ``group_continues``); an agent whose
 episode ends together with its group's reports its group return (``pop_group_returns``).
 
+Group rewards without group collection (PPO, SAC, DDPG): a step's reward is the agent's own
+reward plus its group reward, as ML-Agents' ``ExtrinsicRewardProvider`` adds ``GROUP_REWARD``
+for every trainer; the first nonzero group reward logs ML-Agents' warning once per collector
+(``_warn_if_group_reward``: use POCA). Episode returns count the agent's own reward only
+(ML-Agents' ``Environment/Cumulative Reward``).
+
 Observations are flat float32 vectors: the concatenation of the behavior's observations, each
 flattened (``flat_obs``); a PNG-compressed camera image, which the adapter hands over as uint8,
 is scaled back to [0, 1] (the values mlagents-envs decodes and Unity's inference feeds), every
@@ -39,6 +45,7 @@ per trajectory.
 """
 from __future__ import annotations
 
+import logging
 from typing import Hashable, Sequence
 
 import numpy as np
@@ -46,6 +53,8 @@ import numpy as np
 from unity_rl.envs.batches import group_ids, group_rewards
 from unity_rl.experience import StepExtras, Trajectory
 from unity_rl.runtime.groups import GroupTracker, MatesRow, stack_mates
+
+logger = logging.getLogger(__name__)
 
 
 def flat_obs(obs: Sequence[np.ndarray]) -> np.ndarray:
@@ -130,6 +139,7 @@ class TrajectoryCollector:
         """Group statuses (None: groups are not collected)."""
         self.group_returns: list[float] = []
         """Group returns of agents whose episode ended with their group's (module doc)."""
+        self._warned_group_reward = False
 
     # -- per step -------------------------------------------------------------------------------
     def observe(self, result) -> np.ndarray:
@@ -140,13 +150,12 @@ class TrajectoryCollector:
             final_obs = flat_obs(terminals.obs)
             rewards = terminals.reward
             interrupted = terminals.interrupted
-            t_groups = t_greward = None
+            t_greward = group_rewards(terminals)
             if groups is not None:
-                t_groups, t_greward = group_ids(terminals), group_rewards(terminals)
-                self._note(terminals.keys, t_groups, rewards, final_obs, done=True)
+                self._note(terminals.keys, group_ids(terminals), rewards, final_obs, done=True)
             for i, key in enumerate(terminals.keys):
                 self._end_episode(key, final_obs[i], float(rewards[i]), bool(interrupted[i]),
-                                  0.0 if t_greward is None else float(t_greward[i]))
+                                  float(t_greward[i]))
         decisions = result.decisions
         if not decisions.keys:
             if groups is not None and terminals.keys:
@@ -155,17 +164,17 @@ class TrajectoryCollector:
         obs = flat_obs(decisions.obs)
         rewards = decisions.reward
         horizon = self.time_horizon
-        d_groups = d_greward = None
+        d_groups = None
+        d_greward = group_rewards(decisions)
         if groups is not None:
-            d_groups, d_greward = group_ids(decisions), group_rewards(decisions)
+            d_groups = group_ids(decisions)
             self._note(decisions.keys, d_groups, rewards, obs, done=False)
         for i, key in enumerate(decisions.keys):
             track = self._tracks.get(key)
             if track is None:
                 track = self._tracks[key] = _AgentTrack(key)
             elif track.pending:
-                self._complete(track, float(rewards[i]),
-                               0.0 if d_greward is None else float(d_greward[i]))
+                self._complete(track, float(rewards[i]), float(d_greward[i]))
                 if len(track.rewards) >= horizon:
                     self._cut(track, obs[i], terminated=False)
             # else: first decision of a (new) episode: its reward belongs to no action.
@@ -189,16 +198,24 @@ class TrajectoryCollector:
                              done, current_obs[i])
 
     def _complete(self, track: "_AgentTrack", reward: float, group_reward: float) -> None:
-        """The pending step of ``track`` gets its reward (and, with groups, its group data)."""
-        track.rewards.append(reward)
+        """The pending step of ``track`` gets its reward (and, with groups, its group data;
+        without, the group reward is added to the reward: module doc)."""
         track.episode_return += reward
         self.completed_steps += 1
-        if self.groups is not None:
-            row = self.groups.mates(track.key, track.group)
-            track.mates.append(row)
-            track.last_dones = row.dones
-            track.group_rewards.append(group_reward)
-            track.group_return += group_reward
+        if self.groups is None:
+            if group_reward != 0.0 and not self._warned_group_reward:
+                self._warned_group_reward = True
+                logger.warning("An agent recieved a Group Reward, but you are not using a "
+                               "multi-agent trainer. Please use the POCA trainer for best "
+                               "results.")  # ML-Agents' words (its spelling), once
+            track.rewards.append(reward + group_reward)
+            return
+        track.rewards.append(reward)
+        row = self.groups.mates(track.key, track.group)
+        track.mates.append(row)
+        track.last_dones = row.dones
+        track.group_rewards.append(group_reward)
+        track.group_return += group_reward
 
     def record(self, keys: Sequence[Hashable], obs: np.ndarray, actions: np.ndarray,
                logprobs: np.ndarray, values: np.ndarray,

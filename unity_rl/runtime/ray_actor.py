@@ -1,4 +1,4 @@
-"""The Ray actor of the Ray backend: ``actor.actor_loop`` in a thread, behind Ray methods.
+"""The Ray actor of the Ray backend: ``actor_loop.actor_loop`` in a thread, behind Ray methods.
 
 ``ActorHost`` runs the loop (the body of a local actor process) over two in-process queues; its
 methods are the Ray-facing ends of them, in three concurrency groups so that none waits for
@@ -18,8 +18,10 @@ import time
 import ray
 
 from unity_rl.runtime import messages
-from unity_rl.runtime.actor import ActorSpec, actor_loop
-from unity_rl.runtime.backend import TAG_ENV, kill_tagged_processes, limit_torch_threads
+from unity_rl.runtime.actor_spec import ActorSpec
+from unity_rl.runtime.actor_loop import actor_loop
+from unity_rl.runtime.backend import (TAG_ENV, kill_tagged_processes, limit_torch_threads,
+                                      lower_priority)
 from unity_rl.runtime.messages import Command, Report, ToActor
 
 CONTROL = "control"
@@ -41,6 +43,7 @@ class ActorHost:
         self.spec = spec
         os.environ[TAG_ENV] = tag  # inherited by the builds this process launches
         limit_torch_threads(spec.torch_threads)
+        lower_priority(spec.niceness)
         self._inbox: queue.Queue[Command] = queue.Queue()
         self._outbox: queue.Queue[Report] = queue.Queue()
         self._stop = threading.Event()

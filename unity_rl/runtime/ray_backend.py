@@ -2,7 +2,7 @@
 
 What to do when an actor dies, hangs or must be replaced is ``supervisor.ActorSupervisor``'s
 business (the same rules as the local backend); this module only carries messages, places and
-ends Ray actors. Each Ray actor (``ray_actor.ActorHost``) runs ``actor.actor_loop`` (the body of
+ends Ray actors. Each Ray actor (``ray_actor.ActorHost``) runs ``actor_loop.actor_loop`` (the body of
 a local actor process) in a thread of its own, over two in-process queues; so the actor loop,
 not the driver, decides when to collect, exactly as locally. Connections (one per arrow; the driver is
 the trainer's process):
@@ -51,7 +51,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from unity_rl.experience import owned_copy
 from unity_rl.runtime import messages
-from unity_rl.runtime.actor import ActorSpec
+from unity_rl.runtime.actor_spec import ActorSpec
 from unity_rl.runtime.backend import TAG_ENV  # noqa: F401 - the tag its builds carry (tests)
 from unity_rl.runtime.messages import ActorFailedError, Command, ToActor
 from unity_rl.runtime.ray_actor import RemoteActorHost

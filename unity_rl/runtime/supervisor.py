@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, NamedTuple, Sequence
 
-from unity_rl.runtime.actor import ActorSpec
+from unity_rl.runtime.actor_spec import ActorSpec
 from unity_rl.runtime.backend import ActorBackend, actor_restart_quota, receive_in_slices
 from unity_rl.runtime.messages import (
     ActorFailedError,

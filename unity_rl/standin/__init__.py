@@ -8,7 +8,9 @@ command line, same gRPC client role and handshake, same message timing and agent
 (decision periods, terminal infos sent one step late, max-step truncation, RESET), side
 channels decoded. They are stand-ins, not Unity: the physics is a numpy model.
 
-Modules: ``player`` (process, gRPC loop), ``academy`` (Unity's lifecycle), ``wire`` (protobuf
-bytes of the hot path), ``side_channels``, ``options`` (command line), ``scenes`` (models).
+Modules: ``player`` (process, gRPC loop), ``academy`` (Unity's lifecycle) over ``agent_groups``
+(one group of agents per behavior), ``wire`` and ``wire_input`` (protobuf bytes of the hot path,
+written and read, over ``proto_bytes``), ``side_channels``, ``options`` (command line),
+``scenes`` (models).
 Importing this package imports nothing heavy; the player imports numpy and gRPC when it runs.
 """

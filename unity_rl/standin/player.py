@@ -135,7 +135,7 @@ def _setup(scene_name: str, argv: list[str]):
     log(f"stand-in Unity player (not a real Unity build), scene {scene_name}, pid {os.getpid()}")
     log(f"arguments: {' '.join(argv)}")
     # numpy and the scenes load only now: an import error lands in the log, not on a console.
-    from unity_rl.standin.academy import plan_groups
+    from unity_rl.standin.agent_groups import plan_groups
     from unity_rl.standin.scenes import SCENES
 
     behaviors = SCENES.get(scene_name)
@@ -227,6 +227,7 @@ def run(scene_name: str, argv: list[str]) -> int:
         parameters=receiver.parameters,
         num_areas=max(1, init_in.num_areas),
     )
+    receiver.progress = academy.progress
     log("behaviors: " + ", ".join(
         f"{g.name} x{g.n} (period {g.uniform_period or list(g.periods)}, max step {g.max_step})"
         for g in academy.groups
@@ -253,12 +254,8 @@ def run(scene_name: str, argv: list[str]) -> int:
 def _serve(exchange, rpc_error, first: bytes, academy, receiver, opts, log, shutdown,
            parent: int) -> int:
     """The academy loop: one EnvironmentStep per iteration, a message when one is due."""
-    from unity_rl.standin.wire import (
-        COMMAND_QUIT,
-        COMMAND_RESET,
-        STATUS_OK,
-        decode_input_message,
-    )
+    from unity_rl.standin.wire import STATUS_OK
+    from unity_rl.standin.wire_input import COMMAND_QUIT, COMMAND_RESET, decode_input_message
 
     pacer = _Pacer() if opts.realtime else None
     step_delay, crash_after, hang_after = opts.step_delay, opts.crash_after, opts.hang_after

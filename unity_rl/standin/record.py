@@ -26,7 +26,7 @@ from unity_rl.standin.academy import Academy
 from unity_rl.standin.options import PlayerOptions
 from unity_rl.standin.scenes import SCENES
 from unity_rl.standin.scenes.heuristics import heuristic_for
-from unity_rl.standin.wire import ActionBatch
+from unity_rl.standin.wire_input import ActionBatch
 
 MAX_ACADEMY_STEPS = 5_000_000
 """Safety stop of a recording (an agent that never finishes its episodes)."""

@@ -214,6 +214,10 @@ class SideChannelReceiver:
         self.engine = EngineConfig()
         self.parameters = EnvironmentParameters()
         self._log = log
+        self.progress: Callable[[], str] | None = None
+        """Where the build stands (the player sets it: academy steps, decisions sent per
+        behavior); logged after a batch of environment parameters, so a benchmark can read at
+        which agent-step each lesson reached the build."""
 
     def process(self, data: bytes) -> None:
         if not data:
@@ -223,12 +227,14 @@ class SideChannelReceiver:
         except SideChannelError as err:
             self._log(f"side channel: malformed stream ignored ({err})")
             return
+        parameters = False
         for channel, payload in messages:
             try:
                 if channel == ENGINE_CONFIGURATION:
                     self._log(f"engine configuration: {self.engine.apply(payload)}")
                 elif channel == ENVIRONMENT_PARAMETERS:
                     self._log(f"environment parameter: {self.parameters.apply(payload)}")
+                    parameters = True
                 elif channel in _KNOWN_IGNORED:
                     self._log(
                         f"side channel: {_KNOWN_IGNORED[channel]} message ignored "
@@ -240,3 +246,5 @@ class SideChannelReceiver:
                     )
             except (SideChannelError, UnicodeDecodeError) as err:
                 self._log(f"side channel: malformed message on {channel} ignored ({err})")
+        if parameters and self.progress is not None:
+            self._log(f"environment parameters received at: {self.progress()}")

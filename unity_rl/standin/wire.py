@@ -4,12 +4,15 @@ Written when protobuf was the pure-Python 3.20.3 runtime, where building a ``Uni
 with a dozen ``AgentInfoProto`` field by field cost about a millisecond per message, more than
 the whole simulated scene; under protobuf 7 (upb) field-by-field building is still slower than
 these precomputed bytes. The messages a player sends every step have a fixed layout, so this module
-writes their bytes directly (constant prefixes are computed once per observation spec) and reads
-the few fields it needs from the trainer's reply. The handshake and the brain parameters, sent
-once, still use the generated classes. ``tests/standin/test_wire.py`` checks both directions
-against the generated classes.
+writes their bytes directly (constant prefixes are computed once per observation spec:
+``ObsEncoder``; ``encode_agent_infos``, ``encode_output_message``), and
+``unity_rl.standin.wire_input`` reads the few fields the player needs from the trainer's reply;
+both use the protobuf primitives of ``unity_rl.standin.proto_bytes``. The handshake and the
+brain parameters, sent once, still use the generated classes. ``tests/standin/test_wire.py``
+checks both directions against the generated classes.
 
-Field numbers (mlagents-envs 1.1.0, communication API 1.5.0)::
+Field numbers (mlagents-envs 1.1.0, communication API 1.5.0; the input side:
+``wire_input``)::
 
     UnityMessageProto     1 header (HeaderProto: 1 status, 2 message)  2 unity_output
                           3 unity_input
@@ -21,64 +24,21 @@ Field numbers (mlagents-envs 1.1.0, communication API 1.5.0)::
     ObservationProto      1 shape  2 compression_type (1 = PNG)  3 compressed_data  4 float_data
                           (FloatData: 1 data)  5 compressed_channel_mapping
                           6 dimension_properties  7 observation_type  8 name
-    UnityInputProto       1 rl_input  2 rl_initialization_input
-    UnityRLInputProto     1 agent_actions (map<string, ListAgentActionProto>)  4 command
-                          5 side_channel
-    ListAgentActionProto  1 value (repeated AgentActionProto)
-    AgentActionProto      1 vector_actions_deprecated  4 value  6 continuous_actions
-                          7 discrete_actions
-
-Size: the whole wire format of the stand-in player in one place (about 460 lines).
 """
 from __future__ import annotations
 
-import struct
-from dataclasses import dataclass, field
-from typing import Iterator, NamedTuple, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
-# Wire types.
-_VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
+from unity_rl.standin.proto_bytes import I32, LEN, VARINT, len_field, packed_varints, tag, varint
 
-COMMAND_STEP, COMMAND_RESET, COMMAND_QUIT = 0, 1, 2
 STATUS_OK, STATUS_CLOSE = 200, 400
 COMPRESSION_PNG = 1
 
-_SMALL_VARINTS = [bytes([i]) for i in range(128)]
-
-
-def varint(value: int) -> bytes:
-    """Base-128 varint; negative int32/int64 values use the 10-byte two's complement form."""
-    if 0 <= value < 128:
-        return _SMALL_VARINTS[value]
-    if value < 0:
-        value &= (1 << 64) - 1
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def tag(field_number: int, wire_type: int) -> bytes:
-    return varint((field_number << 3) | wire_type)
-
-
-def len_field(field_number: int, payload: bytes) -> bytes:
-    """A length-delimited field: submessage, bytes, string or packed repeated scalars."""
-    return tag(field_number, _LEN) + varint(len(payload)) + payload
-
-
-def packed_varints(field_number: int, values: Sequence[int]) -> bytes:
-    if len(values) == 0:
-        return b""
-    return len_field(field_number, b"".join(varint(int(v)) for v in values))
-
-
 # A header with status 200: field 1 (HeaderProto) of length 3 holding field 1 = varint 200.
-HEADER_OK = len_field(1, tag(1, _VARINT) + varint(STATUS_OK))
+HEADER_OK = len_field(1, tag(1, VARINT) + varint(STATUS_OK))
 # What a player sends as the second handshake call (Unity's WrapMessage(null, 200)).
 EMPTY_OK_MESSAGE = HEADER_OK
 
@@ -115,21 +75,21 @@ class ObsEncoder:
         self._suffix = (
             packed_varints(5, spec.channel_mapping)
             + packed_varints(6, spec.dimension_properties)
-            + (tag(7, _VARINT) + varint(spec.observation_type) if spec.observation_type else b"")
+            + (tag(7, VARINT) + varint(spec.observation_type) if spec.observation_type else b"")
             + len_field(8, spec.name.encode())
         )
         if spec.png:
-            self._head = shape_field + tag(2, _VARINT) + varint(COMPRESSION_PNG)
+            self._head = shape_field + tag(2, VARINT) + varint(COMPRESSION_PNG)
             self._n_floats = 0
         else:
             n = int(np.prod(spec.shape))
             self._n_floats = n
-            float_data = tag(1, _LEN) + varint(4 * n)  # FloatData.data, packed, then the floats
+            float_data = tag(1, LEN) + varint(4 * n)  # FloatData.data, packed, then the floats
             float_data_len = len(float_data) + 4 * n
-            body_head = shape_field + tag(4, _LEN) + varint(float_data_len) + float_data
+            body_head = shape_field + tag(4, LEN) + varint(float_data_len) + float_data
             body_len = len(body_head) + 4 * n + len(self._suffix)
             # Everything up to the floats, including the AgentInfoProto field-13 tag and length.
-            self._head = tag(13, _LEN) + varint(body_len) + body_head
+            self._head = tag(13, LEN) + varint(body_len) + body_head
 
     def encode(self, values) -> list[bytes]:
         """Per agent, the bytes of one ``observations`` field.
@@ -141,7 +101,7 @@ class ObsEncoder:
             out = []
             for png in values:
                 body = self._head + len_field(3, png) + self._suffix
-                out.append(tag(13, _LEN) + varint(len(body)) + body)
+                out.append(tag(13, LEN) + varint(len(body)) + body)
             return out
         raw = np.ascontiguousarray(values, dtype="<f4").tobytes()
         step = 4 * self._n_floats
@@ -170,13 +130,13 @@ class AgentInfoBatch(NamedTuple):
     """[k] float32: group reward since the agent's previous decision (0 is not sent)."""
 
 
-_REWARD_TAG = tag(7, _I32)
-_DONE = tag(8, _VARINT) + b"\x01"
-_MAX_STEP = tag(9, _VARINT) + b"\x01"
-_ID_TAG = tag(10, _VARINT)
-_GROUP_ID_TAG = tag(14, _VARINT)
-_GROUP_REWARD_TAG = tag(15, _I32)
-_LIST_VALUE_TAG = tag(1, _LEN)
+_REWARD_TAG = tag(7, I32)
+_DONE = tag(8, VARINT) + b"\x01"
+_MAX_STEP = tag(9, VARINT) + b"\x01"
+_ID_TAG = tag(10, VARINT)
+_GROUP_ID_TAG = tag(14, VARINT)
+_GROUP_REWARD_TAG = tag(15, I32)
+_LIST_VALUE_TAG = tag(1, LEN)
 
 
 def encode_agent_infos(batch: AgentInfoBatch, encoders: Sequence[ObsEncoder]) -> bytes:
@@ -188,7 +148,7 @@ def encode_agent_infos(batch: AgentInfoBatch, encoders: Sequence[ObsEncoder]) ->
     obs_parts = [enc.encode(values) for enc, values in zip(encoders, batch.obs)]
     if batch.action_mask is not None:
         masks = np.ascontiguousarray(batch.action_mask, dtype=np.uint8)
-        mask_head = tag(11, _LEN) + varint(masks.shape[1])
+        mask_head = tag(11, LEN) + varint(masks.shape[1])
         mask_rows = masks.tobytes()
         mask_len = masks.shape[1]
     else:
@@ -261,199 +221,3 @@ def encode_output_message(
     if brain_parameters:
         unity_output += len_field(2, b"".join(len_field(5, bp) for bp in brain_parameters))
     return HEADER_OK + len_field(2, unity_output)
-
-
-# --------------------------------------------------------------------------------------------
-# Decoding: the trainer's reply
-# --------------------------------------------------------------------------------------------
-
-def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift >= 70:
-            raise ValueError("malformed varint")
-
-
-def iter_fields(buf: bytes, start: int, end: int) -> Iterator[tuple[int, int, object]]:
-    """Yields (field_number, wire_type, value) over buf[start:end].
-
-    The value is an int for varints, a (start, end) pair for length-delimited fields, and the
-    raw bytes for fixed32/fixed64 fields.
-    """
-    pos = start
-    while pos < end:
-        key, pos = read_varint(buf, pos)
-        number, wire_type = key >> 3, key & 7
-        if wire_type == _VARINT:
-            value, pos = read_varint(buf, pos)
-            yield number, wire_type, value
-        elif wire_type == _LEN:
-            length, pos = read_varint(buf, pos)
-            if pos + length > end:
-                raise ValueError("truncated field")
-            yield number, wire_type, (pos, pos + length)
-            pos += length
-        elif wire_type == _I32:
-            yield number, wire_type, buf[pos : pos + 4]
-            pos += 4
-        elif wire_type == _I64:
-            yield number, wire_type, buf[pos : pos + 8]
-            pos += 8
-        else:
-            raise ValueError(f"unsupported wire type {wire_type}")
-    if pos != end:
-        raise ValueError("field overruns its message")
-
-
-def _signed32(value: int) -> int:
-    value &= 0xFFFFFFFF
-    return value - (1 << 32) if value & 0x80000000 else value
-
-
-class ActionBatch(NamedTuple):
-    """The actions of one behavior in a reply, one row per AgentActionProto, in order."""
-
-    continuous: np.ndarray
-    """[k, c] float32 (rows shorter than the widest are zero-padded)."""
-    discrete: np.ndarray
-    """[k, d] int32 (same padding)."""
-
-    def __len__(self) -> int:
-        return self.continuous.shape[0]
-
-
-@dataclass
-class UnityInput:
-    """What a player needs from the trainer's reply (a UnityMessageProto)."""
-
-    status: int = 0
-    command: int = COMMAND_STEP
-    side_channel: bytes = b""
-    actions: dict[str, ActionBatch] = field(default_factory=dict)
-
-
-def _rows(chunks: list, dtype, k: int) -> np.ndarray:
-    widths = {len(c) for c in chunks}
-    if dtype == np.float32:
-        if len(widths) == 1:
-            return np.frombuffer(b"".join(chunks), dtype="<f4").reshape(k, -1).astype(np.float32)
-        out = np.zeros((k, max(widths) // 4), dtype=np.float32)
-        for i, c in enumerate(chunks):
-            out[i, : len(c) // 4] = np.frombuffer(c, dtype="<f4")
-        return out
-    if len(widths) == 1:
-        return np.asarray(chunks, dtype=np.int32).reshape(k, -1)
-    out = np.zeros((k, max(widths)), dtype=np.int32)
-    for i, c in enumerate(chunks):
-        out[i, : len(c)] = c
-    return out
-
-
-def _decode_action_list(buf: bytes, pos: int, end: int) -> ActionBatch:
-    """The repeated AgentActionProto (field 1) of a ListAgentActionProto, packed or not."""
-    continuous: list[bytes] = []
-    discrete: list[list[int]] = []
-    while pos < end:
-        key, pos = read_varint(buf, pos)
-        wire_type = key & 7
-        if wire_type != _LEN or key >> 3 != 1:
-            pos = _skip(buf, pos, wire_type)
-            continue
-        length, pos = read_varint(buf, pos)
-        stop = pos + length
-        if stop > end:
-            raise ValueError("truncated field")
-        cont = dep = b""
-        disc: list[int] = []
-        while pos < stop:
-            key = buf[pos]
-            pos += 1
-            if key >= 0x80:
-                key, pos = read_varint(buf, pos - 1)
-            number, wire_type = key >> 3, key & 7
-            if wire_type == _LEN:
-                length = buf[pos]
-                pos += 1
-                if length >= 0x80:
-                    length, pos = read_varint(buf, pos - 1)
-                if number == 6:
-                    cont = buf[pos : pos + length]
-                elif number == 1:
-                    dep = buf[pos : pos + length]
-                elif number == 7:
-                    a = pos
-                    while a < pos + length:
-                        v, a = read_varint(buf, a)
-                        disc.append(_signed32(v))
-                pos += length
-            elif wire_type == _I32 and number in (1, 6):
-                if number == 6:
-                    cont += buf[pos : pos + 4]
-                else:
-                    dep += buf[pos : pos + 4]
-                pos += 4
-            elif wire_type == _VARINT and number == 7:
-                v, pos = read_varint(buf, pos)
-                disc.append(_signed32(v))
-            else:
-                pos = _skip(buf, pos, wire_type)
-        if pos != stop:
-            raise ValueError("field overruns its message")
-        if not cont and not disc and dep:
-            cont = dep  # a trainer older than API 1.3 sends only the deprecated flat vector
-        continuous.append(cont)
-        discrete.append(disc)
-    k = len(continuous)
-    return ActionBatch(_rows(continuous, np.float32, k), _rows(discrete, np.int32, k))
-
-
-def _skip(buf: bytes, pos: int, wire_type: int) -> int:
-    if wire_type == _VARINT:
-        return read_varint(buf, pos)[1]
-    if wire_type == _LEN:
-        length, pos = read_varint(buf, pos)
-        return pos + length
-    if wire_type == _I32:
-        return pos + 4
-    if wire_type == _I64:
-        return pos + 8
-    raise ValueError(f"unsupported wire type {wire_type}")
-
-
-def _decode_rl_input(buf: bytes, start: int, end: int, out: UnityInput) -> None:
-    for number, wire_type, value in iter_fields(buf, start, end):
-        if number == 1 and wire_type == _LEN:  # map entry: 1 key, 2 ListAgentActionProto
-            name = ""
-            actions = ActionBatch(np.zeros((0, 0), np.float32), np.zeros((0, 0), np.int32))
-            for n2, w2, v2 in iter_fields(buf, *value):
-                if n2 == 1 and w2 == _LEN:
-                    name = buf[v2[0] : v2[1]].decode()
-                elif n2 == 2 and w2 == _LEN:
-                    actions = _decode_action_list(buf, *v2)
-            out.actions[name] = actions
-        elif number == 4 and wire_type == _VARINT:
-            out.command = value
-        elif number == 5 and wire_type == _LEN:
-            out.side_channel = buf[value[0] : value[1]]
-
-
-def decode_input_message(buf: bytes) -> UnityInput:
-    """Reads status, command, side-channel bytes and actions from a UnityMessageProto."""
-    out = UnityInput()
-    for number, wire_type, value in iter_fields(buf, 0, len(buf)):
-        if number == 1 and wire_type == _LEN:
-            for n2, w2, v2 in iter_fields(buf, *value):
-                if n2 == 1 and w2 == _VARINT:
-                    out.status = _signed32(v2)
-        elif number == 3 and wire_type == _LEN:
-            for n2, w2, v2 in iter_fields(buf, *value):
-                if n2 == 1 and w2 == _LEN:
-                    _decode_rl_input(buf, v2[0], v2[1], out)
-    return out

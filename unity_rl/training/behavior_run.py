@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from unity_rl.checkpoint import atomic_write
+from unity_rl.envs.types import short_name
 from unity_rl.runtime.algorithm import LearnerHost
 from unity_rl.runtime.messages import BehaviorInfo
 from unity_rl.runtime.runners import BehaviorRound
@@ -30,7 +31,7 @@ logger = logging.getLogger(__name__)
 
 def output_names(full_names: list[str]) -> dict[str, str]:
     """Full behavior name -> the name of its files and folders (see the module doc)."""
-    short = {name: name.split("?", 1)[0] for name in full_names}
+    short = {name: short_name(name) for name in full_names}
     taken = [s for s in short.values()]
     return {name: (s if taken.count(s) == 1 else name.replace("?", "_").replace("=", "-"))
             for name, s in short.items()}

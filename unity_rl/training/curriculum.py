@@ -39,12 +39,8 @@ from typing import Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from unity_rl.config.sections import (
-    CompletionCriteria,
-    Curriculum,
-    EnvironmentParameter,
-    Lesson,
-)
+from unity_rl.config.environment_parameters import (CompletionCriteria, Curriculum,
+                                                    EnvironmentParameter, Lesson)
 
 logger = logging.getLogger(__name__)
 

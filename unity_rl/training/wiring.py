@@ -18,7 +18,8 @@ import numpy as np
 
 from unity_rl.config import BehaviorConfig, ConfigError, RunConfig
 from unity_rl.envs.behavior import ALL_BEHAVIORS
-from unity_rl.runtime.actor import ActorSpec, StreamSettings
+from unity_rl.envs.types import short_name
+from unity_rl.runtime.actor_spec import ActorSpec, StreamSettings
 from unity_rl.algorithms.registry import trainer_type
 from unity_rl.runtime.algorithm import Algorithm
 from unity_rl.runtime.backend import ActorBackend
@@ -37,12 +38,12 @@ def training_sections(cfg: RunConfig) -> tuple[dict[str, BehaviorConfig], Behavi
             raise ConfigError(cfg.source or "<config>", None, "behaviors",
                               "no behavior settings: add behaviors.<Name> or default_settings")
         return dict(cfg.behaviors), cfg.default_settings
-    for name in (only, only.split("?", 1)[0]):
+    for name in (only, short_name(only)):
         if name in cfg.behaviors:
             return {name: cfg.behaviors[name]}, None
     if cfg.default_settings is not None:
         return {only: cfg.default_settings}, None
-    raise ConfigError(cfg.source or "<config>", "behaviors", only.split("?", 1)[0],
+    raise ConfigError(cfg.source or "<config>", "behaviors", short_name(only),
                       f"--behavior {only}: the config has no settings for it (sections: "
                       f"{sorted(cfg.behaviors) or 'none'}) and no default_settings")
 
@@ -98,8 +99,20 @@ def actor_specs(cfg: RunConfig, algorithms: dict[str, Algorithm], default: Algor
         policy_seed = int(np.random.SeedSequence([seed, k, start_steps]).generate_state(1)[0])
         specs.append(ActorSpec(
             actor_id=k, stream=stream, plans=plans, default_plan=default_plan,
-            wait_for_new_weights=(rl.mode == "sync"), seed=policy_seed, torch_threads=1))
+            wait_for_new_weights=(rl.mode == "sync"), seed=policy_seed, torch_threads=1,
+            niceness=actor_niceness(rl)))
     return specs
+
+
+def actor_niceness(rl) -> int:
+    """``unity_rl.actor_niceness``, null resolved: 10 for async actors, 0 for sync ones."""
+    if rl.actor_niceness is not None:
+        return int(rl.actor_niceness)
+    return ASYNC_ACTOR_NICENESS if rl.mode == "async" else 0
+
+
+ASYNC_ACTOR_NICENESS = 10
+"""Async actors' default niceness: CFS then gives a busy learner about 10x an actor's share."""
 
 
 def _plan(algorithm: Algorithm):

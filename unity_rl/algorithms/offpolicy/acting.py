@@ -19,7 +19,7 @@ Memory policies (``sequence_length`` L > 1): each trajectory's rows are padded a
 whole sequences of L (mlagents-learn 1.1.0's ``resequence_and_append``: padding is zeros, the
 action masks repeat the last real row's), with the actor and critic memories of every step
 (``StepExtras.memories``, ``critic_memories``) and ``loss_mask`` 0 on the padding; the replay
-keeps them in whole sequences (``unity_rl.replay.buffers``). A type fills the critic memories
+keeps them in whole sequences (``unity_rl.replay.sequences``). A type fills the critic memories
 in ``prepare_trajectories`` (SAC: sequence by sequence with the critic shipped with the weights).
 
 ``OffPolicyActingPolicy`` is the ``ActingPolicy`` of every off-policy trainer type; a type

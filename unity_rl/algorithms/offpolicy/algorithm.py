@@ -14,6 +14,7 @@ from typing import Any, Callable
 from unity_rl.algorithms.offpolicy.config import ReplayConfig
 from unity_rl.algorithms.offpolicy.host import OffPolicyHost
 from unity_rl.algorithms.offpolicy.learner import OffPolicyLearner
+from unity_rl.envs.types import short_name
 from unity_rl.replay import open_replay
 from unity_rl.runtime.algorithm import Algorithm, BehaviorPlan, HostContext
 from unity_rl.runtime.messages import BehaviorInfo
@@ -60,7 +61,7 @@ class OffPolicyAlgorithm(Algorithm):
     def make_host(self, info: BehaviorInfo, ctx: HostContext) -> OffPolicyHost:
         from unity_rl.errors import ConfigError
 
-        behavior = info.name.split("?", 1)[0]
+        behavior = short_name(info.name)
         try:
             act_dim = self.action_size(info.action_spec)
         except ValueError as err:

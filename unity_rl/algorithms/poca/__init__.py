@@ -6,6 +6,7 @@ ML-Agents' ``MultiAgentNetworkBody`` and value heads), ``learner.py`` (POCALearn
 baselines, λ-returns, the update), ``host.py`` (``POCAAlgorithm``: PPO's rollout-buffer host,
 actors that collect groups). The actor, its acting copy and the exported policy are PPO's
 (``ActorCritic`` without a critic of its own), as ML-Agents exports POCA: the actor only.
+``behavioral_cloning`` is PPO's (``ppo/imitation.py``) on that actor, once after each update.
 """
 from unity_rl.algorithms.poca.config import (POCA_KEYS, POCAConfig, default_segment_steps,
                                              fill_defaults)
@@ -19,5 +20,5 @@ SPEC = TrainerTypeSpec(
     policy_loader="unity_rl.algorithms.ppo.export:load_policy_module",
     default_segment_steps=default_segment_steps,
     fill_defaults=fill_defaults,
-    learned_reward_signals=False,  # the POCA learner updates no reward model yet
+    behavioral_cloning=True,  # ML-Agents' TorchOptimizer gives POCA a BCModule too
 )

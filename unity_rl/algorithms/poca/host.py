@@ -9,6 +9,10 @@
   ``Environment/Group Cumulative Reward``: the mean group return of the agents whose episode
   ended with their group's since the last update (ML-Agents records it per such agent, a
   histogram over the summary period), reported with the update's metrics.
+- ``behavioral_cloning``: PPO's BC update (``ppo/imitation.py``) on the POCA actor (PPO's
+  network), the host's auxiliary update, run once after each POCA update: ML-Agents'
+  ``TorchOptimizer`` gives POCA a ``BCModule`` as it gives PPO one, and POCA's trainer is an
+  ``OnPolicyTrainer``, whose ``_update_policy`` runs ``bc_module.update()`` after the epochs.
 """
 from __future__ import annotations
 
@@ -54,12 +58,21 @@ class POCAAlgorithm(Algorithm):
             segment_steps=rl.resolve_segment_steps(self.behavior_cfg),
             time_horizon=self.behavior_cfg.time_horizon,
             cut_at_segment_end=rl.trajectory_cuts == "segment",
-            collect_groups=True)
+            collect_groups=True,
+            # with memory: segments in padded rows, as the buffer counts them (PPO's plan)
+            sequence_length=self.behavior_cfg.network_settings.sequence_length)
 
     def make_host(self, info: BehaviorInfo, ctx: HostContext) -> POCAHost:
         cfg = self.behavior_cfg
         learner = POCALearner(info.obs_shapes, info.action_spec, cfg.hyperparameters,
                               cfg.network_settings, device=ctx.device, seed=ctx.seed,
                               reward_signals=cfg.reward_signals, goal_indices=info.goal_indices)
-        return POCAHost(learner, buffer_steps=cfg.hyperparameters.buffer_size,
+        host = POCAHost(learner, buffer_steps=cfg.hyperparameters.buffer_size,
                         drop_lag=ctx.max_policy_lag if ctx.mode == "async" else None)
+        if cfg.behavioral_cloning is not None:  # once after each POCA update, as ML-Agents
+            from unity_rl.algorithms.ppo.imitation import make_behavioral_cloning
+
+            host.auxiliary.append(make_behavioral_cloning(
+                cfg.behavioral_cloning, learner, lambda: host.collected_steps, seed=ctx.seed,
+                pairing=self.run_cfg.unity_rl.demo_pairing, behavior=self.section))
+        return host

@@ -7,16 +7,21 @@ single-process (``poca/trainer.py``, ``poca/optimizer_torch.py``; TRAINERS.md §
 - Centralised critic ``POCACritic`` (``model.py``) over the agent and its groupmates
   (``Trajectory.extras.group_obs``, absent members NaN): V(s_group) and the counterfactual
   baseline Q(s, a_−i) per agent.
-- Rewards: signal k's ``rewards(trajectory) · strength``; the extrinsic signal also adds the
-  groupmates' individual rewards and the group reward (``ExtrinsicRewardProvider`` with
-  ``add_groupmate_rewards``).
+- Reward signals: one value head and one baseline head per signal (``POCAValueNetwork``'s
+  ``ValueHeads``). Signal k's rewards are ``rewards(trajectory) · strength`` on the agent's own
+  rows; the extrinsic signal also adds the groupmates' individual rewards and the group reward
+  (``ExtrinsicRewardProvider`` with ``add_groupmate_rewards``). Learned signals (curiosity, RND,
+  GAIL) are accepted with ML-Agents' warning ("not supported with the POCA trainer; results may
+  be unexpected") and then used as ML-Agents uses them: evaluated per trajectory with the
+  weights of the last update, and updated once per minibatch right after the POCA step, on the
+  same rows (``on_policy_trainer._update_policy``: ``update_reward_signals(minibatch)``).
 - Returns: TD(λ) per trajectory and signal (``lambda_return``: G_T = r_T + γ·V_next,
   G_t = r_t + (1−λ)·γ·V(s_{t+1}) + λ·γ·G_{t+1}), V_next = V(last_obs with the other members'
   latest observations), zero only when the agent terminated **and** no groupmate was still in
   its episode (``Trajectory.group_continues``): an agent that dies for its group bootstraps from
   the group's value. Advantage A = G − baseline, its mean over signals; normalised over the buffer.
 - Loss per minibatch: clipped surrogate (per action column) + 0.5·(value loss + 0.5·baseline
-  loss) − β·entropy, one Adam over actor and critic, ML-Agents' linear schedules. The value loss
+  loss) − β·entropy, one Adam over actor and critic (the learned signals' own Adams after it), ML-Agents' linear schedules. The value loss
   is anchored where ML-Agents 1.1.0 anchors it, at the returns (its ``value_estimates_key`` is
   the returns key, Unity-Technologies/ml-agents#6281: the unclipped squared error); the baseline
   loss is clipped around the baselines of the rollout.
@@ -25,12 +30,30 @@ single-process (``poca/trainer.py``, ``poca/optimizer_torch.py``; TRAINERS.md §
   largest group before them (ML-Agents raises it trajectory by trajectory: the two differ only
   while the largest group seen so far still grows).
 
-No memory, no process or I/O; metrics named as ML-Agents' TensorBoard tags
-(``Losses/Baseline Loss``, ``Policy/Extrinsic Baseline Estimate``, ...).
+Memory (``network_settings.memory``; ML-Agents' POCA with ``use_recurrent``): the actor is PPO's
+recurrent actor (its sequence k starts from the rollout memory stored with its first step,
+``StepExtras.memories``), the critic ``POCACritic`` with its LSTM. Values and baselines are
+computed sequence by sequence (``_values_by_sequence``, ML-Agents' ``_evaluate_by_sequence_team``)
+from a value memory and a baseline memory, each carried from trajectory to trajectory: ML-Agents'
+POCA keeps them under the agent id "" (its trainer passes none) and, unlike PPO's critic memory,
+never drops them at an episode end; so does this learner (``value_memory``, ``baseline_memory``;
+not checkpointed, as ML-Agents'). Every row field is padded to whole sequences (own observations
+0, groupmates absent, advantages 0 before the normalisation, ML-Agents' quirk §10.10), padded
+rows are masked out of every loss, and minibatches are whole sequences (``batch_size`` rounded
+down to a multiple of L). The learned signals update on the same padded rows (masked).
+
+No process or I/O; metrics named as ML-Agents' TensorBoard tags (``Losses/Baseline Loss``,
+``Policy/Extrinsic Baseline Estimate``, ...).
+
+Size (about 520 lines): ``prepare`` and ``optimise`` are one update kept beside the state they
+share (normaliser, the two critic-memory carries, schedules); the memory half
+(``_values_by_sequence``, ``_stored_memories``) is PPO's twin and the next thing to move to
+``algorithms/sequences.py`` together with PPO's.
 """
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -48,9 +71,11 @@ from unity_rl.algorithms.ppo.losses import (clipped_surrogate_loss, decayed, mas
 from unity_rl.algorithms.ppo.model import (DEFAULT_ARCH, ActionSpecLike, ActorCritic,
                                            DeterministicActor, check_obs_shapes, load_normalizer,
                                            normalizer_state)
-from unity_rl.algorithms.reward_signals.base import SignalBatch
+from unity_rl.algorithms.reward_signals.base import (SignalBatch, episode_reward_metrics,
+                                                     update_learned_signals)
 from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
 from unity_rl.algorithms.reward_signals.registry import make_reward_signals
+from unity_rl.algorithms.sequences import pad_sequences, pad_trajectories, sequence_rows
 from unity_rl.experience import Trajectory
 
 logger = logging.getLogger(__name__)
@@ -89,7 +114,22 @@ class POCABatch(NamedTuple):
     baselines: torch.Tensor
     """[N, K] the rollout's baselines (the baseline loss's clip anchor)."""
     values: np.ndarray
-    """[N, K] V(s_group) of the rollout (for the metrics)."""
+    """[N, K] V(s_group) of the rollout (for the metrics; real steps only)."""
+    signal_batch: SignalBatch
+    """The same rows as the reward signals read them (the agent's own raw observations, next
+    observations, actions, dones): each learned signal's update takes the minibatch's rows."""
+    reward_metrics: dict
+    """``Policy/<Signal> Reward`` of this buffer (``episode_reward_metrics``)."""
+    loss_mask: torch.Tensor | None = None
+    """[N] bool, False on the rows that pad memory sequences (None: no memory, no padding)."""
+    memories: torch.Tensor | None = None
+    """[N / L, memory_size]: the actor memory each sequence starts from (None: no memory)."""
+    value_memories: torch.Tensor | None = None
+    """[N / L, memory_size]: the critic's value memory each sequence starts from."""
+    baseline_memories: torch.Tensor | None = None
+    """[N / L, memory_size]: the critic's baseline memory each sequence starts from."""
+    sequence_length: int = 1
+    """L: rows per sequence (1 without memory); every row field is padded to whole sequences."""
 
 
 class POCALearner:
@@ -104,21 +144,31 @@ class POCALearner:
         self.obs_shapes = self.layout.obs_shapes
         self.obs_dim = self.layout.obs_dim
         self.device = torch.device(device)
-        self.reward_signals = make_reward_signals(reward_signals, self.obs_shapes, action_spec)
-        for signal in self.reward_signals:
-            if signal.name != "extrinsic":  # ML-Agents' create_reward_signals warning
+        for config in reward_signals:
+            if config.name != "extrinsic":  # ML-Agents' create_reward_signals warns, then uses it
                 logger.warning("Reward signal %s is not supported with the POCA trainer; results "
-                               "may be unexpected.", signal.name.capitalize())
-        heads = [s.name for s in self.reward_signals]
+                               "may be unexpected.", config.name.capitalize())
+        heads = [c.name for c in reward_signals]
         with seeded_init(seed):
             self.model = ActorCritic(self.obs_shapes, action_spec, network_cfg, value_heads=heads,
                                      goal_indices=goal_indices, shared_critic=True).to(self.device)
             self.critic = POCACritic(self.obs_shapes, action_spec, network_cfg,
                                      value_heads=heads).to(self.device)
+        with seeded_init(None if seed is None else seed + 1):  # as PPOLearner
+            self.reward_signals = make_reward_signals(reward_signals, self.obs_shapes,
+                                                      action_spec, device)
+        """One provider per reward signal, in value-head order; the learned ones (curiosity,
+        RND, GAIL) train inside ``optimise``, once per minibatch (``reward_signals/base.py``)."""
+        self.continuous_size = int(getattr(action_spec, "continuous_size", 0))
         # One Adam over actor + critic (ML-Agents: policy.actor.parameters() + critic.parameters())
         self.optimizer = torch.optim.Adam(
             list(self.model.parameters()) + list(self.critic.parameters()), lr=cfg.learning_rate)
-        self.sequence_length = 1
+        self.sequence_length = network_cfg.sequence_length
+        """L: steps per training sequence (1 without memory)."""
+        self.value_memory: torch.Tensor | None = None
+        self.baseline_memory: torch.Tensor | None = None
+        """The value / baseline memories the last trajectory left ([1, memory_size]; None:
+        zeros): ML-Agents' ``value_memory_dict[""]`` / ``baseline_memory_dict[""]`` (module doc)."""
         self.normalizer = self.layout.make_normalizer(network_cfg.normalize)
         self.rng = np.random.default_rng(seed)
         self.version = 0
@@ -178,13 +228,13 @@ class POCALearner:
     def update(self, trajectories: list[Trajectory],
                collected_steps: int | None = None,
                episode_length: float | None = None) -> dict[str, float]:
-        """One POCA update on these trajectories (``collected_steps``: the schedules' step).
-        ``episode_length`` (what PPO's host passes for learned reward signals' metrics) is
-        accepted and unused: POCA trains with extrinsic rewards only."""
-        del episode_length
-        return self.optimise(self.prepare(trajectories), collected_steps)
+        """One POCA update on these trajectories (``collected_steps``: the schedules' step;
+        ``episode_length``: the mean length of the episodes that ended while this buffer was
+        collected, for ``Policy/<Signal> Reward``)."""
+        return self.optimise(self.prepare(trajectories, episode_length), collected_steps)
 
-    def prepare(self, trajectories: list[Trajectory]) -> POCABatch:
+    def prepare(self, trajectories: list[Trajectory],
+                episode_length: float | None = None) -> POCABatch:
         """Steps 1-4: normalised observations, values, baselines, λ-returns, advantages."""
         trajectories = [t for t in trajectories if len(t.rewards) > 0]
         if not trajectories:
@@ -204,9 +254,9 @@ class POCALearner:
         # 1. Observation statistics from the agents' own observations (ML-Agents'
         #    update_normalization reads the obs fields, not the group ones).
         self.layout.update(self.normalizer, obs_raw)
-        obs = self._tensor(self._normalize(obs_raw))
+        obs_np, mates_np = self._normalize(obs_raw), self._normalize_rows(mates_raw)
+        obs, mates = self._tensor(obs_np), self._tensor(mates_np)
         last_obs = self._tensor(self._normalize(last_raw))
-        mates = self._tensor(self._normalize_rows(mates_raw))
         next_mates = self._tensor(self._normalize_rows(next_raw))
         b_mates_actions = self._tensor(mates_actions)
 
@@ -217,20 +267,29 @@ class POCALearner:
                           int((~torch.isnan(next_mates[:, :, 0])).sum(1).max())
                           if next_mates.shape[1] else 0) + 1
             self.critic.max_agents.fill_(max(float(self.critic.max_agents), float(present)))
-            values = self.critic.value(obs, mates).cpu().numpy()                       # [N, K]
-            baselines = self.critic.baseline(obs, mates, b_mates_actions).cpu().numpy()  # [N, K]
-            next_values = self.critic.value(last_obs, next_mates).cpu().numpy()        # [M, K]
+            if self.critic.memory_size:  # sequence by sequence, carrying the two memories
+                values, baselines, next_values, value_starts, baseline_starts = \
+                    self._values_by_sequence(obs, mates, b_mates_actions, last_obs, next_mates,
+                                             lengths)
+            else:
+                values = self.critic.value(obs, mates).cpu().numpy()                   # [N, K]
+                baselines = self.critic.baseline(obs, mates, b_mates_actions).cpu().numpy()
+                next_values = self.critic.value(last_obs, next_mates).cpu().numpy()    # [M, K]
 
-        # 3. Per trajectory and signal k: rewards (extrinsic: + groupmates' + group reward),
+        # 3. Per trajectory and signal k: rewards (extrinsic: + groupmates' + group reward;
+        #    learned signals from the agent's own rows, as ML-Agents' _process_trajectory),
         #    λ-returns bootstrapped from V(s_next) unless the agent and its whole group ended.
         starts = np.cumsum([0] + lengths)
+        signal_rows = [SignalBatch.from_trajectory(t, self.continuous_size) for t in trajectories]
+        reward_sums = np.zeros(len(self.reward_signals))
         returns, advantages = [], []
         for i, traj in enumerate(trajectories):
             rows = slice(starts[i], starts[i + 1])
             done = bool(traj.terminated) and not traj.group_continues
             ret_k, adv_k = [], []
             for k, signal in enumerate(self.reward_signals):
-                r = self._rewards(signal, traj) * np.float32(signal.strength)
+                r = self._rewards(signal, traj, signal_rows[i]) * np.float32(signal.strength)
+                reward_sums[k] += float(np.sum(r))
                 v_next = 0.0 if done and not signal.ignore_done else float(next_values[i, k])
                 g = lambda_return(r, values[rows, k], signal.gamma, self.cfg.gae_lambda, v_next)
                 ret_k.append(g)
@@ -238,19 +297,88 @@ class POCALearner:
             returns.append(np.stack(ret_k, axis=1))
             advantages.append(np.mean(np.array(adv_k, dtype=np.float32), axis=0))
 
-        # 4. Advantages normalised once over the buffer (ML-Agents' _update_policy).
-        b_adv = np.concatenate(advantages)
+        # 4. Advantages normalised once over the buffer (ML-Agents' _update_policy); with
+        #    memory every row field padded to whole sequences first, padded advantages
+        #    counting as 0 in the normalisation (ML-Agents' quirk, TRAINERS.md §10.10).
+        L = self.sequence_length
+        pad = functools.partial(pad_trajectories, lengths=lengths, sequence_length=L)
+        b_adv = pad(np.concatenate(advantages))
         b_adv = (b_adv - b_adv.mean()) / (b_adv.std() + 1e-10)
-        b_actions, b_logprobs, b_masks = self._behaviour(trajectories)
-        return POCABatch(obs=obs, mates_obs=mates, mates_actions=b_mates_actions,
-                         actions=b_actions, logprobs=b_logprobs, masks=b_masks,
-                         advantages=self._tensor(b_adv), returns=self._tensor(np.concatenate(returns)),
-                         baselines=self._tensor(baselines), values=values)
+        b_actions, b_logprobs, b_masks = self._behaviour(trajectories, L)
+        batch = POCABatch(
+            obs=self._tensor(pad(obs_np)), mates_obs=self._tensor(pad(mates_np, value=np.nan)),
+            mates_actions=self._tensor(pad(mates_actions)), actions=b_actions,
+            logprobs=b_logprobs, masks=b_masks, advantages=self._tensor(b_adv),
+            returns=self._tensor(pad(np.concatenate(returns))),
+            baselines=self._tensor(pad(baselines)), values=values,
+            signal_batch=SignalBatch.concatenate([SignalBatch(*(pad_sequences(f, L) for f in b))
+                                                  for b in signal_rows]),
+            reward_metrics=episode_reward_metrics(self.reward_signals, reward_sums,
+                                                  len(obs_raw), trajectories, episode_length),
+            sequence_length=L)
+        if not self.critic.memory_size:
+            return batch
+        return batch._replace(
+            loss_mask=self._tensor(pad(np.ones(len(obs_raw), bool), value=False), torch.bool),
+            memories=self._tensor(self._stored_memories(trajectories)),
+            value_memories=value_starts, baseline_memories=baseline_starts)
+
+    def _values_by_sequence(self, obs, mates, mates_actions, last_obs, next_mates,
+                            lengths: list[int]):
+        """ML-Agents' ``_evaluate_by_sequence_team``, trajectory after trajectory: values and
+        baselines ``sequence_length`` steps at a time (the leftover last), each sequence from the
+        memories the previous one left, the first from the carried ``value_memory`` /
+        ``baseline_memory``; V(s_next) from the value memory after the last step. Returns
+        (values [N, K], baselines [N, K], next values [M, K], the value and the baseline memory
+        each sequence starts from [sum of ceil(T / L), memory_size])."""
+        critic, L = self.critic, self.sequence_length
+        value_enc = critic.value_encoding(obs, mates)  # rows are independent before the LSTM
+        baseline_enc = critic.baseline_encoding(obs, mates, mates_actions)
+        next_enc = critic.value_encoding(last_obs, next_mates)
+        zeros = obs.new_zeros(1, critic.memory_size)
+        values, baselines, next_values, value_starts, baseline_starts = [], [], [], [], []
+        offset = 0
+        for i, length in enumerate(lengths):
+            v_mem = zeros if self.value_memory is None else self.value_memory
+            b_mem = zeros if self.baseline_memory is None else self.baseline_memory
+            for begin in range(0, length, L):
+                rows = slice(offset + begin, offset + min(begin + L, length))
+                size = rows.stop - rows.start
+                value_starts.append(v_mem)
+                baseline_starts.append(b_mem)
+                v, v_mem = critic.heads(*(e[rows] for e in value_enc), v_mem, size)
+                b, b_mem = critic.heads(*(e[rows] for e in baseline_enc), b_mem, size)
+                values.append(v)
+                baselines.append(b)
+            offset += length
+            next_values.append(critic.heads(*(e[i:i + 1] for e in next_enc), v_mem, 1)[0])
+            # ML-Agents' POCA keeps both under agent id "" for every trajectory, never reset
+            self.value_memory, self.baseline_memory = v_mem, b_mem
+        numpy = lambda parts: torch.cat(parts).cpu().numpy()  # noqa: E731
+        return (numpy(values), numpy(baselines), numpy(next_values), torch.cat(value_starts),
+                torch.cat(baseline_starts))
+
+    def _stored_memories(self, trajectories: list[Trajectory]) -> np.ndarray:
+        """The rollout actor memory at each sequence's first step (``StepExtras.memories``,
+        never recomputed; zeros where a trajectory has none)."""
+        L, size = self.sequence_length, self.model.memory_size
+        out = []
+        for traj in trajectories:
+            stored = traj.extras.memories
+            n = len(traj.rewards)
+            stored = (np.zeros((n, size), np.float32) if stored is None
+                      else np.asarray(stored, np.float32).reshape(n, -1))
+            if stored.shape[1] != size:
+                raise ValueError(f"trajectory memories have {stored.shape[1]} columns, the "
+                                 f"network's memory_size is {size}")
+            out.append(stored[::L])
+        return np.concatenate(out)
 
     def optimise(self, batch: POCABatch, collected_steps: int | None = None) -> dict[str, float]:
         """Steps 5-6: the schedules, then the minibatch epochs."""
         cfg = self.cfg
-        n = len(batch.obs)
+        L, loss_mask = batch.sequence_length, batch.loss_mask
+        n = len(batch.obs) if loss_mask is None else int(loss_mask.sum())  # real steps
         # 5. Schedules, driven by the agent-steps collected so far (ML-Agents' trainer step).
         self.agent_steps_collected = (int(collected_steps) if collected_steps is not None
                                       else self.agent_steps_collected + n)
@@ -263,29 +391,48 @@ class POCALearner:
 
         # 6. Clipped surrogate + 0.5·(value loss + 0.5·baseline loss) − β·entropy.
         stats: dict[str, list[float]] = {"pg": [], "v": [], "b": [], "ent": []}
+        signal_stats: dict[str, list[float]] = {}
         self.model.train()
         self.critic.train()
+        # Minibatches of whole sequences with memory: batch_size rounded down to a multiple of L
+        # (at least L), as ML-Agents' _update_policy; without memory, L = 1 and rows.
+        num_units = len(batch.obs) // L
+        unit_batch = max(cfg.minibatch_size - cfg.minibatch_size % L, L) // L
         for _epoch in range(cfg.num_epochs):
-            for mb in minibatch_indices(self.rng.permutation(n), cfg.minibatch_size):
+            for units in minibatch_indices(self.rng.permutation(num_units), unit_batch):
+                mb = units if L == 1 else sequence_rows(units, L)
                 idx = self._tensor(mb, torch.int64)
+                mask = None if loss_mask is None else loss_mask[idx]
+                actor_mem = value_mem = baseline_mem = None
+                if batch.memories is not None:
+                    u = self._tensor(units, torch.int64)
+                    actor_mem = batch.memories[u]
+                    value_mem, baseline_mem = batch.value_memories[u], batch.baseline_memories[u]
                 dist = self.model.distribution(batch.obs[idx],
-                                               None if batch.masks is None else batch.masks[idx])
+                                               None if batch.masks is None else batch.masks[idx],
+                                               actor_mem, L)
                 newlogprob = dist.log_prob(batch.actions[idx])
                 entropy = dist.entropy()
-                values = self.critic.value(batch.obs[idx], batch.mates_obs[idx])
+                values = self.critic.value(batch.obs[idx], batch.mates_obs[idx], value_mem, L)
                 baselines = self.critic.baseline(batch.obs[idx], batch.mates_obs[idx],
-                                                 batch.mates_actions[idx])
+                                                 batch.mates_actions[idx], baseline_mem, L)
                 returns = batch.returns[idx]
                 pg_loss = clipped_surrogate_loss(newlogprob, batch.logprobs[idx],
-                                                 batch.advantages[idx], epsilon)
-                v_loss = value_loss(values, returns, returns, epsilon)  # anchored at the returns
-                b_loss = value_loss(baselines, batch.baselines[idx], returns, epsilon)
-                entropy_loss = masked_mean(entropy, None)
+                                                 batch.advantages[idx], epsilon, mask)
+                # the value loss anchored at the returns (module doc)
+                v_loss = value_loss(values, returns, returns, epsilon, mask)
+                b_loss = value_loss(baselines, batch.baselines[idx], returns, epsilon, mask)
+                entropy_loss = masked_mean(entropy, mask)
                 loss = (pg_loss + VALUE_LOSS_WEIGHT * (v_loss + BASELINE_LOSS_WEIGHT * b_loss)
                         - beta * entropy_loss)
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 self.optimizer.step()
+                # 7. The learned reward signals train on the same minibatch, once each
+                #    (ML-Agents' on_policy_trainer: update_reward_signals(minibatch) after each
+                #    POCA step).
+                update_learned_signals(self.reward_signals, batch.signal_batch.rows(mb),
+                                       signal_stats)
                 stats["pg"].append(pg_loss.item())
                 stats["v"].append(v_loss.item())
                 stats["b"].append(b_loss.item())
@@ -308,13 +455,14 @@ class POCALearner:
             name = signal.name.capitalize()
             metrics[f"Policy/{name} Value Estimate"] = float(batch.values[:, k].mean())
             metrics[f"Policy/{name} Baseline Estimate"] = float(baselines[:, k].mean())
+        metrics.update({tag: float(np.mean(v)) for tag, v in signal_stats.items()})
+        metrics.update(batch.reward_metrics)
         return metrics
 
     # -- helpers --------------------------------------------------------------------------------
 
-    def _rewards(self, signal, traj: Trajectory) -> np.ndarray:
-        r = np.asarray(signal.rewards(SignalBatch.from_trajectory(traj, self.model.continuous_size)),
-                       np.float32)
+    def _rewards(self, signal, traj: Trajectory, rows: SignalBatch) -> np.ndarray:
+        r = np.asarray(signal.rewards(rows), np.float32)
         if signal.name == "extrinsic":  # ML-Agents' add_groupmate_rewards, and group_reward
             extras = traj.extras
             for extra in (extras.groupmate_rewards, extras.group_rewards):
@@ -322,18 +470,23 @@ class POCALearner:
                     r = r + np.asarray(extra, np.float32)
         return r
 
-    def _behaviour(self, trajectories: list[Trajectory]):
-        b_logprobs = self._tensor(np.concatenate([np.asarray(t.logprobs, np.float32).reshape(
+    def _behaviour(self, trajectories: list[Trajectory], sequence_length: int = 1):
+        """(actions, log-probs, action masks) of the behaviour, each trajectory padded to whole
+        sequences (zeros; masks all allowed, as ML-Agents pads them)."""
+        def rows(arrays, value=0):
+            return np.concatenate([pad_sequences(a, sequence_length, value) for a in arrays])
+
+        b_logprobs = self._tensor(rows([np.asarray(t.logprobs, np.float32).reshape(
             len(t.rewards), -1) for t in trajectories]))
         model = self.model
-        b_actions = self._tensor(np.concatenate([t.actions for t in trajectories]),
+        b_actions = self._tensor(rows([np.asarray(t.actions) for t in trajectories]),
                                  torch.float32 if model.continuous_size else torch.int64)
         b_masks = None
         if model.discrete_branches:
-            b_masks = self._tensor(np.concatenate([
+            b_masks = self._tensor(rows([
                 t.action_masks if t.action_masks is not None
                 else np.ones((len(t.rewards), sum(model.discrete_branches)), bool)
-                for t in trajectories]), torch.bool)
+                for t in trajectories], True), torch.bool)
         return b_actions, b_logprobs, b_masks
 
     def _tensor(self, array, dtype: torch.dtype = torch.float32) -> torch.Tensor:

@@ -11,14 +11,17 @@ one gets the strict "unknown key" error."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 Schedule = Literal["linear", "constant"]
 
 
 @dataclass(frozen=True)
-class PPOConfig:
-    """PPO hyperparameters, named as in the paper / CleanRL (YAML keys are ML-Agents', see config.py)."""
+class OnPolicyConfig:
+    """The hyperparameters ML-Agents' PPOSettings and POCASettings share, named as in the paper /
+    CleanRL (YAML keys are ML-Agents', ``PPO_KEYS``); ``TRAINER_TYPE`` names errors."""
+
+    TRAINER_TYPE: ClassVar[str] = "ppo"
 
     learning_rate: float = 3e-4
     """Adam step size α at step 0 (YAML: learning_rate)."""
@@ -42,29 +45,43 @@ class PPOConfig:
     """'linear': β decays to 1e-5 at max_steps; 'constant' (YAML: beta_schedule)."""
     max_steps: int = 500_000
     """Agent-steps of the whole run; the linear schedules reach their floor here (YAML: max_steps)."""
+
+    def check(self, ok: bool, name: str, what: str) -> None:
+        """ValueError naming ``<trainer type>.<field>`` unless ``ok``."""
+        if not ok:
+            raise ValueError(f"{self.TRAINER_TYPE}.{name} must be {what}, "
+                             f"got {getattr(self, name)!r}")
+
+    def __post_init__(self) -> None:
+        check = self.check
+        check(self.learning_rate > 0, "learning_rate", "> 0")
+        for name in ("lr_schedule", "clip_coef_schedule", "ent_coef_schedule"):
+            check(getattr(self, name) in ("linear", "constant"), name, "'linear' or 'constant'")
+        check(_is_int(self.minibatch_size) and self.minibatch_size >= 1, "minibatch_size",
+              "an int >= 1")
+        check(_is_int(self.buffer_size) and self.buffer_size >= self.minibatch_size,
+              "buffer_size", "an int >= batch_size")
+        check(_is_int(self.num_epochs) and self.num_epochs >= 1, "num_epochs", "an int >= 1")
+        check(0.0 <= self.gae_lambda <= 1.0, "gae_lambda", "in [0, 1]")
+        check(0.0 < self.clip_coef < 1.0, "clip_coef", "in (0, 1)")
+        check(self.ent_coef >= 0, "ent_coef", ">= 0")
+        check(_is_int(self.max_steps) and self.max_steps >= 1, "max_steps", "an int >= 1")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+@dataclass(frozen=True)
+class PPOConfig(OnPolicyConfig):
+    """PPO hyperparameters: the shared ones and ``shared_critic``."""
+
     shared_critic: bool = False
     """Value heads on the actor's trunk, one Adam over the actor (ML-Agents' SharedActorCritic)."""
 
     def __post_init__(self) -> None:
-        def check(ok: bool, name: str, what: str) -> None:
-            if not ok:
-                raise ValueError(f"ppo.{name} must be {what}, got {getattr(self, name)!r}")
-
-        def is_int(v: Any) -> bool:
-            return isinstance(v, int) and not isinstance(v, bool)
-
-        check(self.learning_rate > 0, "learning_rate", "> 0")
-        for name in ("lr_schedule", "clip_coef_schedule", "ent_coef_schedule"):
-            check(getattr(self, name) in ("linear", "constant"), name, "'linear' or 'constant'")
-        check(is_int(self.minibatch_size) and self.minibatch_size >= 1, "minibatch_size", "an int >= 1")
-        check(is_int(self.buffer_size) and self.buffer_size >= self.minibatch_size,
-              "buffer_size", "an int >= batch_size")
-        check(is_int(self.num_epochs) and self.num_epochs >= 1, "num_epochs", "an int >= 1")
-        check(0.0 <= self.gae_lambda <= 1.0, "gae_lambda", "in [0, 1]")
-        check(0.0 < self.clip_coef < 1.0, "clip_coef", "in (0, 1)")
-        check(self.ent_coef >= 0, "ent_coef", ">= 0")
-        check(is_int(self.max_steps) and self.max_steps >= 1, "max_steps", "an int >= 1")
-        check(isinstance(self.shared_critic, bool), "shared_critic", "true or false")
+        super().__post_init__()
+        self.check(isinstance(self.shared_critic, bool), "shared_critic", "true or false")
 
 
 PPO_KEYS: dict[str, str] = {

@@ -1,6 +1,8 @@
 """PPO's side of imitation: its actor as behavioral cloning sees it (``PPOImitationPolicy``, an
 ``imitation.behavioral_cloning.ImitationPolicy``) and the BC update its host runs once after
-each PPO update (``make_behavioral_cloning``), as ML-Agents' ``on_policy_trainer`` does."""
+each PPO update (``make_behavioral_cloning``), as ML-Agents' ``on_policy_trainer`` does. POCA's
+learner has the same actor (``model``, PPO's ``ActorCritic``) and fields, and its host uses this
+as it is (ML-Agents' POCA is an on-policy trainer with the same ``BCModule``)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -16,7 +18,8 @@ from unity_rl.algorithms.ppo.learner import PPOLearner
 
 
 class PPOImitationPolicy:
-    """The learner's actor (encoder, trunk, LSTM, heads, log-std) and normaliser."""
+    """The learner's actor (encoder, trunk, LSTM, heads, log-std) and normaliser (a
+    ``PPOLearner`` or a ``POCALearner``: ``model``, ``normalizer``, ``sequence_length``)."""
 
     def __init__(self, learner: PPOLearner):
         self.learner = learner

@@ -96,7 +96,8 @@ from unity_rl.algorithms.ppo.model import (DEFAULT_ARCH, LEGACY_ARCH, ActionSpec
                                       DeterministicActor, check_obs_shapes, load_normalizer,
                                       normalizer_state)
 from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
-from unity_rl.algorithms.reward_signals.base import SignalBatch
+from unity_rl.algorithms.reward_signals.base import (SignalBatch, episode_reward_metrics,
+                                                     update_learned_signals)
 from unity_rl.algorithms.reward_signals.registry import make_reward_signals
 from unity_rl.experience import Trajectory
 
@@ -140,7 +141,7 @@ class PPOBatch(NamedTuple):
     """The same rows as the reward signals read them (raw obs, next obs, actions, dones; padded
     like ``obs`` with memory): each learned signal's update takes the minibatch's rows."""
     reward_metrics: dict | None = None
-    """``Policy/<Signal> Reward`` of this buffer (``_reward_metrics``)."""
+    """``Policy/<Signal> Reward`` of this buffer (``episode_reward_metrics``)."""
 
 
 class PPOLearner:
@@ -341,7 +342,8 @@ class PPOLearner:
                 ret_k.append(ret)
             advantages.append(np.mean(np.array(adv_k, dtype=np.float32), axis=0))
             returns.append(np.stack(ret_k, axis=1))
-        reward_metrics = self._reward_metrics(reward_sums, b_size, trajectories, episode_length)
+        reward_metrics = episode_reward_metrics(self.reward_signals, reward_sums, b_size,
+                                                trajectories, episode_length)
         if self.model.memory_size:
             L = self.sequence_length
             signal_batch = SignalBatch.concatenate([SignalBatch(*(pad_sequences(f, L) for f in b))
@@ -362,23 +364,6 @@ class PPOLearner:
                         values=values, advantages=b_advantages, returns=b_returns,
                         signal_batch=SignalBatch.concatenate(signal_rows),
                         reward_metrics=reward_metrics)
-
-    def _reward_metrics(self, reward_sums: np.ndarray, steps: int,
-                        trajectories: list[Trajectory], episode_length: float | None
-                        ) -> dict[str, float]:
-        """``Policy/<Signal> Reward``: each signal's strength-scaled reward per episode (ML-Agents
-        sums each agent's episode and reports the sum at its end). Estimated as the buffer's
-        mean reward per step times ``episode_length`` (the mean length of the episodes that
-        ended meanwhile; None: the buffer's steps per episode end). Absent when no episode
-        ended (``episode_length`` 0)."""
-        if episode_length is None:
-            ends = sum(bool(t.terminated) or bool(t.interrupted) for t in trajectories)
-            episode_length = steps / ends if ends else None
-        if not episode_length:
-            return {}
-        return {f"Policy/{signal.name.capitalize()} Reward":
-                float(reward_sums[k] / steps * episode_length)
-                for k, signal in enumerate(self.reward_signals)}
 
     def _behaviour(self, trajectories: list[Trajectory], sequence_length: int = 1
                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
@@ -536,9 +521,9 @@ class PPOLearner:
 
                 # The learned reward signals train on the same minibatch, once each (ML-Agents'
                 # update_reward_signals(minibatch) after each PPO step).
-                for signal in learned:
-                    for tag, value in signal.update(batch.signal_batch.rows(mb_inds_np)).items():
-                        signal_stats.setdefault(tag, []).append(float(value))
+                if learned:
+                    update_learned_signals(learned, batch.signal_batch.rows(mb_inds_np),
+                                           signal_stats)
 
                 stats["pg"].append(pg_loss.item())
                 stats["v"].append(v_loss.item())

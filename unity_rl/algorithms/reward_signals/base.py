@@ -147,3 +147,30 @@ class RewardSignal:
 
     def load_state_dict(self, state: dict) -> None:
         """Restores ``state_dict()``'s output."""
+
+
+def update_learned_signals(signals: "list[RewardSignal]", rows: SignalBatch,
+                           stats: dict[str, list[float]]) -> None:
+    """ML-Agents' ``update_reward_signals(minibatch)``: one step of each learned signal's own
+    optimiser on these rows (a minibatch, right after the learner's own step), each metric
+    appended to ``stats[tag]`` (the learner reports their mean)."""
+    for signal in signals:
+        if signal.update is not None:
+            for tag, value in signal.update(rows).items():
+                stats.setdefault(tag, []).append(float(value))
+
+
+def episode_reward_metrics(signals: "list[RewardSignal]", reward_sums: Any, steps: int,
+                           trajectories: Any, episode_length: float | None) -> dict[str, float]:
+    """``Policy/<Signal> Reward``: each signal's strength-scaled reward per episode (ML-Agents
+    sums each agent's episode and reports the sum at its end). Estimated as the buffer's mean
+    reward per step (``reward_sums[k] / steps``) times ``episode_length`` (the mean length of the
+    episodes that ended meanwhile; None: the buffer's steps per episode end). Absent when no
+    episode ended (``episode_length`` 0)."""
+    if episode_length is None:
+        ends = sum(bool(t.terminated) or bool(t.interrupted) for t in trajectories)
+        episode_length = steps / ends if ends else None
+    if not episode_length:
+        return {}
+    return {f"Policy/{signal.name.capitalize()} Reward":
+            float(reward_sums[k] / steps * episode_length) for k, signal in enumerate(signals)}

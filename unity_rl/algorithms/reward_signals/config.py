@@ -3,7 +3,7 @@ per-signal subclasses), torch-free so that the config loads without torch.
 
 A signal with keys of its own has a settings class here (a ``RewardSignalConfig`` subclass,
 one docstring line per field) and one line in ``SIGNAL_SETTINGS``; its YAML keys are its field
-names (``unity_rl.config.parsing`` reads them strictly)."""
+names (``unity_rl.config.parse_behavior`` reads them strictly)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

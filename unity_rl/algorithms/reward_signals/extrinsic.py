@@ -1,5 +1,8 @@
 """``reward_signals.extrinsic``: the reward the environment gives (ML-Agents'
-``ExtrinsicRewardProvider``; its group-reward branch belongs to POCA, not here)."""
+``ExtrinsicRewardProvider``). Its group-reward branch is upstream of it: a collector without
+group collection (PPO, SAC, DDPG) has already added each step's group reward to its reward, with
+ML-Agents' warning (``unity_rl.runtime.collector``); POCA adds groupmates' and group rewards in
+its learner."""
 from __future__ import annotations
 
 import numpy as np

@@ -21,11 +21,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from unity_rl.algorithms.body import Body
 from unity_rl.algorithms.encoders import ObservationLayout
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.reward_signals.base import RewardSignal, SignalBatch
 from unity_rl.algorithms.reward_signals.config import LearnedSignalConfig
-from unity_rl.algorithms.sac.nets import Body
 
 
 def body(obs_shapes: Any, network: NetworkConfig, action_size: int = 0) -> Body:

@@ -31,7 +31,8 @@ from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.nets import run_lstm, seeded_init
 from unity_rl.algorithms.offpolicy.acting import OffPolicyActingPolicy
 from unity_rl.algorithms.sac.config import SACConfig
-from unity_rl.algorithms.sac.nets import Body, SACActor
+from unity_rl.algorithms.body import Body
+from unity_rl.algorithms.sac.nets import SACActor
 from unity_rl.experience import Trajectory
 from unity_rl.runtime.acting import AgentKeys, stored_memories
 
