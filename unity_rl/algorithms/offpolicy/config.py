@@ -10,9 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from unity_rl.algorithms.hyperparameter_checks import NamedChecks
+
 
 @dataclass(frozen=True)
-class ReplayConfig:
+class ReplayConfig(NamedChecks):
     """Replay, warm-up, replay ratio and prioritised replay (read by ``OffPolicyHost``)."""
 
     TRAINER_TYPE: ClassVar[str] = "off-policy"
@@ -45,12 +47,6 @@ class ReplayConfig:
     save_replay_buffer: bool = False
     """Keep the replay buffer in checkpoints, so --resume continues with it (ML-Agents' key;
     off by default as there: a resumed run refills an empty buffer)."""
-
-    def check(self, ok: bool, name: str, what: str) -> None:
-        """Raises ValueError('<type>.<name> must be <what>, got <value>') unless ``ok``."""
-        if not ok:
-            raise ValueError(f"{self.TRAINER_TYPE}.{name} must be {what}, "
-                             f"got {getattr(self, name)!r}")
 
     def __post_init__(self) -> None:
         check = self.check

@@ -11,13 +11,15 @@ one gets the strict "unknown key" error."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
+
+from unity_rl.algorithms.hyperparameter_checks import NamedChecks, is_int
 
 Schedule = Literal["linear", "constant"]
 
 
 @dataclass(frozen=True)
-class OnPolicyConfig:
+class OnPolicyConfig(NamedChecks):
     """The hyperparameters ML-Agents' PPOSettings and POCASettings share, named as in the paper /
     CleanRL (YAML keys are ML-Agents', ``PPO_KEYS``); ``TRAINER_TYPE`` names errors."""
 
@@ -46,30 +48,20 @@ class OnPolicyConfig:
     max_steps: int = 500_000
     """Agent-steps of the whole run; the linear schedules reach their floor here (YAML: max_steps)."""
 
-    def check(self, ok: bool, name: str, what: str) -> None:
-        """ValueError naming ``<trainer type>.<field>`` unless ``ok``."""
-        if not ok:
-            raise ValueError(f"{self.TRAINER_TYPE}.{name} must be {what}, "
-                             f"got {getattr(self, name)!r}")
-
     def __post_init__(self) -> None:
         check = self.check
         check(self.learning_rate > 0, "learning_rate", "> 0")
         for name in ("lr_schedule", "clip_coef_schedule", "ent_coef_schedule"):
             check(getattr(self, name) in ("linear", "constant"), name, "'linear' or 'constant'")
-        check(_is_int(self.minibatch_size) and self.minibatch_size >= 1, "minibatch_size",
+        check(is_int(self.minibatch_size) and self.minibatch_size >= 1, "minibatch_size",
               "an int >= 1")
-        check(_is_int(self.buffer_size) and self.buffer_size >= self.minibatch_size,
+        check(is_int(self.buffer_size) and self.buffer_size >= self.minibatch_size,
               "buffer_size", "an int >= batch_size")
-        check(_is_int(self.num_epochs) and self.num_epochs >= 1, "num_epochs", "an int >= 1")
+        check(is_int(self.num_epochs) and self.num_epochs >= 1, "num_epochs", "an int >= 1")
         check(0.0 <= self.gae_lambda <= 1.0, "gae_lambda", "in [0, 1]")
         check(0.0 < self.clip_coef < 1.0, "clip_coef", "in (0, 1)")
         check(self.ent_coef >= 0, "ent_coef", ">= 0")
-        check(_is_int(self.max_steps) and self.max_steps >= 1, "max_steps", "an int >= 1")
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+        check(is_int(self.max_steps) and self.max_steps >= 1, "max_steps", "an int >= 1")
 
 
 @dataclass(frozen=True)
