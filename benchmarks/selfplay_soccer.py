@@ -16,6 +16,7 @@ import argparse
 import dataclasses
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -118,7 +119,9 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--agents", type=int, default=32)
     ap.add_argument("--base-port", type=int, default=18700)
-    ap.add_argument("--run-dir", type=Path, default=Path("/tmp/selfplay_soccer_run"))
+    ap.add_argument("--run-dir", type=Path,
+                    default=Path(tempfile.gettempdir()) / "selfplay_soccer_run",
+                    help="where the run's folder goes (default: under the system temp folder)")
     ap.add_argument("--out", type=Path, default=RESULTS / "selfplay_soccer.json")
     ap.add_argument("--train-vs-scripted", action="store_true",
                     help="a learnability check: team 0 trains against the scripted team 1 "

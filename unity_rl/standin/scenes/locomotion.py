@@ -33,6 +33,10 @@ translation, rotation and linear velocity of its 9 bodies, then their local rota
 Unity's actions are applied only at decisions (TakeActionsBetweenDecisions off) and then hold as
 joint targets; here the academy repeats the decision's action at every step, the same thing for
 joint targets.
+
+Size (about 470 lines): the three bodies (Crawler, Walker, Worm) share one kinematic model,
+their sensor layouts and the scripted balance controller; the per-body observation builders are
+the next to move out, into a module of their own, should it grow.
 """
 from __future__ import annotations
 
