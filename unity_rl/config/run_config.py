@@ -86,6 +86,11 @@ class UnityRLConfig:
     """Agent-steps an actor collects per segment (None: see resolve_segment_steps)."""
     max_policy_lag: int = 2
     """async: segments collected with weights more than this many versions old are dropped."""
+    max_update_backlog: int | None = 200
+    """async, replay-ratio trainers (SAC, DDPG): when the learner owes more gradient updates
+    than this (it trains slower than steps_per_update asks), the actors pause between rollouts
+    until it has paid half of it, so the run keeps its configured ratio; null: they never pause
+    (Ape-X: the achieved ratio falls instead, ``Runtime/Replay Ratio``)."""
     backend: Literal["local", "ray"] = "local"
     """Where actors run: 'local' processes or a 'ray' cluster."""
     ray_address: str | None = None
@@ -123,6 +128,9 @@ class UnityRLConfig:
                "segment_steps", "null or an int >= 1", self.segment_steps)
         check_field(is_int(self.max_policy_lag) and self.max_policy_lag >= 0, s, "max_policy_lag",
                "an int >= 0", self.max_policy_lag)
+        check_field(self.max_update_backlog is None or (is_int(self.max_update_backlog)
+                    and self.max_update_backlog >= 0), s, "max_update_backlog",
+                    "null or an int >= 0", self.max_update_backlog)
         check_field(self.backend in ("local", "ray"), s, "backend", "'local' or 'ray'", self.backend)
         check_field(self.ray_address is None or self.backend == "ray", s, "ray_address",
                "null unless backend is 'ray'", self.ray_address)

@@ -137,6 +137,8 @@ class Actor:
         self.publication = -1
         """``PolicyWeights.version`` of the loaded weights (-1: none yet)."""
         self.restarts = 0
+        self.paused = False
+        """Flow control (``Control.paused``): collect nothing until resumed."""
         self._pending_lanes: dict = {}
         """Lane policies of a control applied before the lanes exist (the start-up control)."""
 
@@ -173,6 +175,8 @@ class Actor:
 
     def apply_control(self, control: Control) -> None:
         """Applies a control change to the builds (between collections)."""
+        if control.paused is not None:
+            self.paused = control.paused
         if control.env_parameters:
             setter = getattr(self.stream, "set_environment_parameters", None)
             if setter is None:

@@ -8,13 +8,14 @@ the name. It supplies two things:
   behaviors: the policy-copy factory, segment size, time horizon);
 - once the builds have reported the behavior's spec, a ``LearnerHost`` per behavior: the pure
   learner plus whatever the algorithm keeps beside it (PPO's rollout buffer, DDPG's replay and
-  replay ratio). The runners (``runners.py``) drive every host through the same five calls, so
+  replay ratio). The runners (``runners.py``) drive every host through the same calls, so
   the sync/async wirings and the trainer never branch on the algorithm:
 
       accept(segment) -> lag | None   data arrived (None: dropped or not needed)
       ready()                        async: an update is due
       train(sync)                    one unit of work (sync: everything due this round)
       weights()                      what the actors' policy copies load
+      holds_collection()             async: actors should pause (training owed beyond a bound)
       state_dict() / load_state_dict()  checkpoints (restart_counters: --initialize-from)
 
 A host never starts processes or touches torch's process-wide state: the learner host process
@@ -71,6 +72,9 @@ class HostContext(NamedTuple):
     """'sync' or 'async'."""
     max_policy_lag: int
     """async: largest accepted lag (versions) where the algorithm drops stale data."""
+    max_update_backlog: int | None = None
+    """async: most gradient updates a replay-ratio host may owe before it holds the actors
+    (``unity_rl.max_update_backlog``); None: never (Ape-X: the achieved ratio falls instead)."""
 
 
 class LearnerHost(Protocol):
@@ -86,6 +90,13 @@ class LearnerHost(Protocol):
     def train(self, sync: bool) -> dict[str, float]: ...
 
     def weights(self) -> dict: ...
+
+    def holds_collection(self) -> bool:
+        """async: True while this host wants every actor to pause between rollouts (it owes
+        more training than it allows itself to owe); the runner pauses the actors while any host
+        holds and resumes them when none does. A host that bounds staleness otherwise (PPO drops
+        segments beyond ``max_policy_lag``) never holds."""
+        ...
 
     def policy_weights(self) -> dict: ...
 

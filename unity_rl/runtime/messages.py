@@ -185,12 +185,18 @@ class Control(NamedTuple):
     lanes: dict[str, LanePolicy] | None = None
     """Self-play (``unity_rl.training.selfplay``): full behavior name -> the policy its lane acts
     with (an opponent snapshot, or the learner's weights for the learning team)."""
+    paused: bool | None = None
+    """async flow control: True, the actor collects no further rollout (it keeps taking
+    commands and beating its heartbeat) until a control with False; its builds wait paused
+    between two decisions, as under a slow learner in sync mode. None: unchanged."""
 
     def updated(self, change: "Control") -> "Control":
         """This control state after ``change`` (parameters and lanes merged name by name)."""
-        if change.env_parameters is None and change.lanes is None:
+        if change.env_parameters is None and change.lanes is None and change.paused is None:
             return self
         out = self._replace(reset_episodes=False)
+        if change.paused is not None:
+            out = out._replace(paused=change.paused)
         if change.env_parameters is not None:
             params = dict(self.env_parameters or {})
             params.update(change.env_parameters)

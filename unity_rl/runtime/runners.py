@@ -19,7 +19,10 @@ only when no host has work due), hands the segments to their hosts (a host may d
 PPO beyond ``max_policy_lag``), gives every host with work due one unit of training
 (``train(sync=False)``: PPO one update once its buffer is full, DDPG at most a chunk of owed
 updates) and publishes when anything trained. Policy lag = host version − segment version,
-measured per accepted segment (``Policy/Lag`` mean, ``Policy/Lag Max``).
+measured per accepted segment (``Policy/Lag`` mean, ``Policy/Lag Max``). Flow control: while
+any host ``holds_collection()`` (a replay-ratio host owing more updates than
+``unity_rl.max_update_backlog``) the actors are paused between rollouts (``Control.paused``),
+and resumed when none holds (``Runtime/Actors Paused``: 1 for a round that ended paused).
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ import numpy as np
 
 from unity_rl.runtime.algorithm import LearnerHost
 from unity_rl.runtime.backend import ActorBackend
-from unity_rl.runtime.messages import BehaviorWeights, PolicyWeights, Rollout
+from unity_rl.runtime.messages import BehaviorWeights, Control, PolicyWeights, Rollout
 
 
 class BehaviorRound(NamedTuple):
@@ -165,7 +168,14 @@ class SyncRunner(_Wiring):
 
 
 class AsyncRunner(_Wiring):
-    """Train whatever is due on whatever has arrived; actors never wait."""
+    """Train whatever is due on whatever has arrived; actors wait only while a host holds them."""
+
+    def __init__(self, backend: ActorBackend, hosts: Mapping[str, LearnerHost]):
+        super().__init__(backend, hosts)
+        self.paused = False
+        """Whether the actors were last told to pause."""
+        self.pauses = 0
+        """Times the actors were paused in this run."""
 
     def next_update(self) -> Round:
         t0 = time.perf_counter()
@@ -176,11 +186,23 @@ class AsyncRunner(_Wiring):
             for name, more in self._accept(rollouts).items():
                 lags[name].extend(more)
         wait_s = time.perf_counter() - t0
+        self._flow_control()  # pause at once if what arrived put a host beyond its bound
         trained = {name: _timed_train(host, sync=False)
                    for name, host in self._training() if host.ready()}
         if trained:
             self.publish()
+        self._flow_control()  # resume once it has paid enough
+        for metrics in trained.values():
+            metrics["Runtime/Actors Paused"] = float(self.paused)
         return self._round(rollouts, lags, trained, wait_s)
+
+    def _flow_control(self) -> None:
+        """Pauses the actors while any host holds them, resumes them when none does."""
+        hold = any(host.holds_collection() for _, host in self._training())
+        if hold != self.paused:
+            self.backend.control(Control(paused=hold))
+            self.paused = hold
+            self.pauses += hold
 
     def _drain(self) -> list[Rollout]:
         out = []

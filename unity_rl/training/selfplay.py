@@ -116,6 +116,9 @@ class SelfPlayHost:
     def ready(self) -> bool:
         return self.host.ready()
 
+    def holds_collection(self) -> bool:
+        return self.host.holds_collection()
+
     def train(self, sync: bool) -> dict[str, float]:
         return self.host.train(sync)
 
@@ -168,6 +171,9 @@ class TeamView:
 
     def train(self, sync: bool) -> dict[str, float]:
         return self.brain.train(sync)
+
+    def holds_collection(self) -> bool:
+        return self.team == self.brain.ghost.learning_team and self.brain.holds_collection()
 
     def weights(self) -> dict:
         return self.brain.weights()  # a lane with a fixed snapshot passes them by

@@ -105,7 +105,8 @@ class TrainingSession:
                 continue  # a brain's other team: the brain's one host is made for its first
             algorithm = self._algorithm_for(name)
             seed = int(np.random.SeedSequence([self.seed, i]).generate_state(1)[0])
-            ctx = HostContext(device, seed, rl.num_actors, rl.mode, rl.max_policy_lag)
+            ctx = HostContext(device, seed, rl.num_actors, rl.mode, rl.max_policy_lag,
+                              rl.max_update_backlog)
             key = team_of(name)[0] if name in teams else name
             hosts[key] = (algorithm.make_host(reported[name], ctx), reported[name])
             settings[key] = algorithm.behavior_cfg

@@ -79,7 +79,8 @@ class OffPolicyAlgorithm(Algorithm):
                                      memory_dim=network.memory_size,
                                      sequence_length=network.sequence_length)
         host = OffPolicyHost(learner, replay, name=self.name, num_actors=ctx.num_actors,
-                             replay_handle=handle, max_steps=self.behavior_cfg.max_steps)
+                             replay_handle=handle, max_steps=self.behavior_cfg.max_steps,
+                             max_backlog=ctx.max_update_backlog if ctx.mode == "async" else None)
         self.hosts.append(host)
         return host
 

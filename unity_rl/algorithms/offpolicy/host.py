@@ -17,8 +17,12 @@ does not span nodes), the actors' initial priorities riding in ``Trajectory.extr
   so the async runner looks at the backend between chunks and never waits for a particular
   actor. ``ready()`` is "something is owed": the host never runs ahead of the data (the ratio is
   an upper bound). When actors produce faster than it trains, the debt grows
-  (``Runtime/Update Backlog``) and the achieved ratio (``Runtime/Replay Ratio``) falls below the
-  configured one: Ape-X's trade of sample efficiency for wall time.
+  (``Runtime/Update Backlog``). With ``max_backlog`` (``unity_rl.max_update_backlog``, async
+  only) the host then holds the actors (``holds_collection``) from the moment it owes more than
+  ``max_backlog`` updates until it owes at most half of that, so the achieved ratio
+  (``Runtime/Replay Ratio``) stays at the configured one, up to the bound and the rollouts in
+  flight; without it the debt grows and the ratio falls: Ape-X's trade of sample efficiency for
+  wall time.
 - **Versions and lag.** The host's version moves on with every ``train`` that updated (and every
   sync round). Policy lag is measured per accepted segment in versions (``Policy/Lag``) and in
   gradient updates (``Policy/Lag Updates``). Nothing is dropped for lag: replay is off-policy
@@ -65,7 +69,7 @@ class OffPolicyHost:
 
     def __init__(self, learner: OffPolicyLearner, replay: ReplayBuffer, *, name: str,
                  num_actors: int, replay_handle: dict | None = None, max_steps: int = 0,
-                 updates_per_round: int = UPDATES_PER_ROUND,
+                 updates_per_round: int = UPDATES_PER_ROUND, max_backlog: int | None = None,
                  auxiliary: Sequence[AuxiliaryUpdate] = ()):
         self.learner = learner
         self.auxiliary = list(auxiliary)
@@ -80,6 +84,9 @@ class OffPolicyHost:
         self.max_steps = max_steps
         """The behavior's max_steps: PER's beta reaches 1 there (0: beta stays as configured)."""
         self.updates_per_round = updates_per_round
+        self.max_backlog = max_backlog
+        """Updates owed beyond which the host holds the actors (None: never)."""
+        self._holding = False
         self.version = 0
         self.agent_steps = 0
         self._updates_at: dict[int, int] = {0: 0}
@@ -137,6 +144,18 @@ class OffPolicyHost:
             if len(self._updates_at) > _LAG_HISTORY:
                 del self._updates_at[min(self._updates_at)]
         return metrics
+
+    def holds_collection(self) -> bool:
+        """Holds from owing more than ``max_backlog`` updates until owing at most half of it,
+        and only while it can train (the replay has its first minibatch)."""
+        if self.max_backlog is None:
+            return False
+        owed = self.updates_owed()
+        if owed > self.max_backlog:
+            self._holding = len(self.replay) >= self.cfg.min_replay_rows()
+        elif owed <= self.max_backlog // 2:
+            self._holding = False
+        return self._holding
 
     def weights(self) -> dict:
         """What ``OffPolicyActingPolicy.load_weights`` takes (the critic too when prioritized:

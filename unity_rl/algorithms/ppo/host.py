@@ -83,6 +83,9 @@ class PPOHost:
     def ready(self) -> bool:
         return self._buffered_steps >= self.buffer_steps
 
+    def holds_collection(self) -> bool:
+        return False  # staleness is bounded by dropping (max_policy_lag), never by waiting
+
     def train(self, sync: bool) -> dict[str, float]:
         trajectories, self._buffer, self._buffered_steps = self._buffer, [], 0
         metrics: dict[str, float] = {}
