@@ -220,10 +220,14 @@ class ObservationLayout:
     def update(self, normalizer: RunningNormalizer | None, flat: np.ndarray) -> None:
         """Folds the vector columns of ``flat`` into ``normalizer`` (no-op when None)."""
         if normalizer is not None:
-            normalizer.update(self.vectors(np.asarray(flat, np.float64)))
+            normalizer.update(np.asarray(self.vectors(flat), np.float64))
 
     def normalize(self, normalizer: RunningNormalizer | None, flat: np.ndarray) -> np.ndarray:
-        """float32 copy of ``flat`` [n, obs_dim] with only its vector columns normalised."""
+        """``flat`` [n, obs_dim] as float32 with only its vector columns normalised: a copy when
+        there is something to normalise, else ``flat`` itself where it is float32 already (image
+        rows are large: a buffer of camera observations is not copied for nothing)."""
+        if normalizer is None or not self.vector_size:
+            return np.asarray(flat, np.float32).reshape(-1, self.obs_dim)
         flat = np.array(flat, np.float32, copy=True).reshape(-1, self.obs_dim)
         if normalizer is not None and self.vector_size:
             flat[:, self.vector_columns] = normalizer.normalize(flat[:, self.vector_columns])

@@ -72,7 +72,7 @@ from unity_rl.algorithms.ppo.model import (DEFAULT_ARCH, ActionSpecLike, ActorCr
                                            DeterministicActor, check_obs_shapes, load_normalizer,
                                            normalizer_state)
 from unity_rl.algorithms.reward_signals.base import (SignalBatch, episode_reward_metrics,
-                                                     update_learned_signals)
+                                                     reads_observations, update_learned_signals)
 from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
 from unity_rl.algorithms.reward_signals.registry import make_reward_signals
 from unity_rl.algorithms.sequences import pad_sequences, pad_trajectories, sequence_rows
@@ -280,7 +280,9 @@ class POCALearner:
         #    learned signals from the agent's own rows, as ML-Agents' _process_trajectory),
         #    λ-returns bootstrapped from V(s_next) unless the agent and its whole group ended.
         starts = np.cumsum([0] + lengths)
-        signal_rows = [SignalBatch.from_trajectory(t, self.continuous_size) for t in trajectories]
+        with_obs = reads_observations(self.reward_signals)
+        signal_rows = [SignalBatch.from_trajectory(t, self.continuous_size, with_obs)
+                       for t in trajectories]
         reward_sums = np.zeros(len(self.reward_signals))
         returns, advantages = [], []
         for i, traj in enumerate(trajectories):

@@ -97,7 +97,7 @@ from unity_rl.algorithms.ppo.model import (DEFAULT_ARCH, LEGACY_ARCH, ActionSpec
                                       normalizer_state)
 from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
 from unity_rl.algorithms.reward_signals.base import (SignalBatch, episode_reward_metrics,
-                                                     update_learned_signals)
+                                                     reads_observations, update_learned_signals)
 from unity_rl.algorithms.reward_signals.registry import make_reward_signals
 from unity_rl.experience import Trajectory
 
@@ -326,7 +326,9 @@ class PPOLearner:
         #    Each signal evaluates each trajectory as ML-Agents' _process_trajectory does.
         advantages, returns = [], []
         starts = np.cumsum([0] + lengths)
-        signal_rows = [SignalBatch.from_trajectory(t, self.continuous_size) for t in trajectories]
+        with_obs = reads_observations(self.reward_signals)
+        signal_rows = [SignalBatch.from_trajectory(t, self.continuous_size, with_obs)
+                       for t in trajectories]
         reward_sums = np.zeros(len(self.reward_signals))
         for i, traj in enumerate(trajectories):
             rows = slice(starts[i], starts[i + 1])

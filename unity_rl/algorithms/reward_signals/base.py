@@ -76,13 +76,18 @@ class SignalBatch(NamedTuple):
         return SignalBatch(*(np.concatenate(fields) for fields in zip(*batches)))
 
     @staticmethod
-    def from_trajectory(trajectory: Any, continuous_size: int) -> "SignalBatch":
+    def from_trajectory(trajectory: Any, continuous_size: int,
+                        observations: bool = True) -> "SignalBatch":
         """One agent's trajectory (``unity_rl.experience.Trajectory``) as signal rows: next_obs
-        is the following step's observation, ``last_obs`` after the last step."""
-        obs = np.asarray(trajectory.obs, np.float32).reshape(len(trajectory.rewards), -1)
-        n = len(obs)
-        next_obs = np.concatenate([obs[1:], np.asarray(trajectory.last_obs, np.float32)
-                                   .reshape(1, -1)])
+        is the following step's observation, ``last_obs`` after the last step. Without
+        ``observations`` (no signal reads them) obs and next_obs have no columns."""
+        n = len(trajectory.rewards)
+        if observations:
+            obs = np.asarray(trajectory.obs, np.float32).reshape(n, -1)
+            next_obs = np.concatenate([obs[1:], np.asarray(trajectory.last_obs, np.float32)
+                                       .reshape(1, -1)])
+        else:
+            obs = next_obs = np.zeros((n, 0), np.float32)
         done = np.zeros(n, np.float32)
         done[-1] = float(bool(trajectory.terminated) or bool(trajectory.interrupted))
         cont, disc = split_actions(trajectory.actions, n, continuous_size)
@@ -113,6 +118,9 @@ class RewardSignal:
     """One reward signal of one behavior. Subclasses implement ``rewards``; learned ones also
     ``update``, ``state_dict`` and ``load_state_dict`` (module doc)."""
 
+    reads_observations: ClassVar[bool] = True
+    """False: ``rewards`` reads only the environment's rewards, so the learner may hand it rows
+    without observations (``SignalBatch.from_trajectory(..., observations=False)``)."""
     ignore_done: ClassVar[bool] = False
     """ML-Agents' ``ignore_done``: True bootstraps this signal's value even after a real episode
     end (curiosity, RND); False (extrinsic, GAIL) counts V after a real end as 0."""
@@ -147,6 +155,11 @@ class RewardSignal:
 
     def load_state_dict(self, state: dict) -> None:
         """Restores ``state_dict()``'s output."""
+
+
+def reads_observations(signals: "list[RewardSignal]") -> bool:
+    """Whether any of ``signals`` reads observations (else signal rows can go without them)."""
+    return any(signal.reads_observations for signal in signals)
 
 
 def update_learned_signals(signals: "list[RewardSignal]", rows: SignalBatch,

@@ -13,6 +13,8 @@ from unity_rl.algorithms.reward_signals.base import RewardSignal, SignalBatch
 class ExtrinsicReward(RewardSignal):
     """r_t = the environment's reward after action t. Nothing to learn; V after a real end is 0."""
 
+    reads_observations = False
+
     def rewards(self, batch: SignalBatch) -> np.ndarray:
         return np.asarray(batch.env_rewards, np.float32)
 
