@@ -51,8 +51,10 @@ class PPOPolicy(ActingPolicy):
     and Unity's inference do. ``step_extras`` hands the memories each row acted from to the
     trajectories (``StepExtras.memories``). Rows without keys (``agent_keys=None``) start from
     zeros and keep nothing. A re-created policy (a restarted actor) starts every agent from zeros.
-    ``act``'s values are NaN with memory: the critic's memories live on the learner side
-    (ML-Agents' policy computes no values either), which recomputes every value anyway.
+    ``act``'s values are NaN: the learner recomputes every value when it prepares an update
+    (``PPOLearner.prepare``; with memory the critic's memories live there too), as ML-Agents'
+    trainer does in ``_process_trajectory``, so an actor spends no critic pass per decision
+    (with a camera the critic's own encoder is half of the acting cost).
     """
 
     def __init__(self, obs_shapes: ObsShapesLike, action_spec: ActionSpecLike,
@@ -108,8 +110,8 @@ class PPOPolicy(ActingPolicy):
     def act(self, obs: np.ndarray, action_mask: np.ndarray | None = None,
             deterministic: bool = False, agent_keys: AgentKeys | None = None,
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """obs [n, obs_dim] -> (actions, logprobs [n, K] float32, values [n] float32 of the first
-        value head).
+        """obs [n, obs_dim] -> (actions, logprobs [n, K] float32, values [n] float32: NaN, the
+        learner computes values itself; see the class doc).
 
         Actions as ``Trajectory.actions``: continuous float32 [n, C] *unclipped* samples (send
         ``env_actions(a)`` to the environment, store ``a``); discrete int64 [n, B]; hybrid float32
@@ -129,10 +131,9 @@ class PPOPolicy(ActingPolicy):
                 if agent_keys is not None:
                     for key, row in zip(agent_keys, memory_out.numpy()):
                         self.memories[key] = row
-                values = torch.full((len(x),), float("nan"))
             else:
                 dist = self.model.distribution(x, masks)
-                values = self.model.get_value(x)[:, 0]
+            values = torch.full((len(x),), float("nan"))
             actions = dist.mode() if deterministic else dist.sample(self.generator)
             logprobs = dist.log_prob(actions)
         return actions.numpy(), logprobs.numpy().astype(np.float32), values.numpy().astype(np.float32)
