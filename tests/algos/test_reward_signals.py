@@ -90,6 +90,36 @@ def test_every_registered_signal_is_a_provider_and_extrinsic_is_the_env_reward()
         registry.provider_class("gial")
 
 
+def test_signal_rows_carry_observations_only_when_a_signal_reads_them():
+    from unity_rl.algorithms.reward_signals.base import reads_observations
+    (extrinsic,) = registry.make_reward_signals((EXTRINSIC,), (3,), SPEC)
+    assert not reads_observations([extrinsic])            # extrinsic reads rewards only
+    for name in registry.reward_signal_names():           # every other provider reads them
+        assert registry.provider_class(name).reads_observations == (name != "extrinsic")
+    traj = _trajectories(np.random.default_rng(0), 1)[0]
+    full = SignalBatch.from_trajectory(traj, 2)
+    bare = SignalBatch.from_trajectory(traj, 2, observations=False)
+    assert full.obs.shape == (len(traj.rewards), 3) and bare.obs.shape == (len(traj.rewards), 0)
+    np.testing.assert_array_equal(full.next_obs[-1], traj.last_obs)
+    for a, b in zip(full[2:], bare[2:]):                  # the other fields are the same
+        if a.shape == b.shape:
+            np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(extrinsic.rewards(bare), extrinsic.rewards(full))
+
+
+def test_observations_are_copied_only_when_normalised():
+    from unity_rl.algorithms.encoders import ObservationLayout
+    layout = ObservationLayout([(3,), (2, 4, 4)])
+    rows = np.random.default_rng(0).random((5, 3 + 32)).astype(np.float32)
+    assert np.shares_memory(layout.normalize(None, rows), rows)
+    normalizer = layout.make_normalizer(True)
+    layout.update(normalizer, rows)
+    out = layout.normalize(normalizer, rows)
+    assert not np.shares_memory(out, rows)
+    np.testing.assert_array_equal(out[:, 3:], rows[:, 3:])       # images as they are
+    assert not np.allclose(out[:, :3], rows[:, :3])               # vectors normalised
+
+
 def test_one_value_head_per_signal_gae_per_signal_and_the_mean_advantage(monkeypatch,
                                                                           bonus_registered):
     """ML-Agents' _process_trajectory: per signal, GAE(γ_k, λ) on r_k·strength_k with its own
