@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.runtime.fakes import BEHAVIOR
-from tests.runtime.test_ddpg_training import host_for, random_rollout
+from tests.runtime.test_ddpg_training import ScriptedBackend, host_for, random_rollout
 from tests.runtime.test_wirings import host_for as ppo_host_for, spec, weights_of
 from unity_rl.algorithms.ddpg.config import DDPGConfig
 from unity_rl.config import ConfigError, parse_config
@@ -20,27 +20,15 @@ from unity_rl.runtime.messages import Command, Control, FromActor, ToActor
 from unity_rl.runtime.runners import AsyncRunner, SyncRunner
 
 
-class RecordingBackend:
-    """Pre-made rollouts; records publications and controls."""
+class RecordingBackend(ScriptedBackend):
+    """Pre-made rollouts; records publications (``versions``) and controls."""
 
     def __init__(self, rollouts, num_actors=2):
-        self.rollouts = list(rollouts)
-        self.num_actors = num_actors
-        self.versions: list[int] = []
+        super().__init__(rollouts, num_actors)
         self.controls: list[Control] = []
-
-    def broadcast(self, weights):
-        self.versions.append(weights.version)
 
     def control(self, change: Control) -> None:
         self.controls.append(change)
-
-    def receive(self, timeout=None):
-        if self.rollouts:
-            return self.rollouts.pop(0)
-        if timeout is not None:
-            return None
-        raise AssertionError("the runner blocked waiting for a rollout")
 
 
 def ddpg_host(max_backlog):
