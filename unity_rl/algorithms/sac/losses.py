@@ -51,6 +51,14 @@ def expected_q(q: torch.Tensor, categorical) -> torch.Tensor:
     return torch.stack([b.sum(dim=1, keepdim=True) for b in branched]).mean(dim=0)
 
 
+def backup(signal, target_value: torch.Tensor, dones: torch.Tensor,
+           reward: torch.Tensor) -> torch.Tensor:
+    """The Q target of one reward signal: r + γ (1 − d) V'(s'), the episode end ``d`` ignored by
+    a signal with ``ignore_done`` (ML-Agents' ``use_dones_in_backup``: curiosity, RND, GAIL)."""
+    use_done = 0.0 if signal.ignore_done else 1.0
+    return reward + (1.0 - use_done * dones) * signal.gamma * target_value
+
+
 def sac_q_loss(q1: dict, q2: dict, target_values: dict, dones: torch.Tensor, rewards: dict,
                reward_signals: Sequence, mask: torch.Tensor | None, cfg: SACConfig
                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -60,9 +68,7 @@ def sac_q_loss(q1: dict, q2: dict, target_values: dict, dones: torch.Tensor, rew
     q1_losses, q2_losses, td = [], [], []
     for name in q1:
         with torch.no_grad():
-            signal = signals[name]
-            use_done = 0.0 if signal.ignore_done else 1.0
-            y = rewards[name] + (1.0 - use_done * dones) * signal.gamma * target_values[name]
+            y = backup(signals[name], target_values[name], dones, rewards[name])
             td.append(y - q1[name])
         q1_losses.append(0.5 * squared_error(y, q1[name], mask, cfg))
         q2_losses.append(0.5 * squared_error(y, q2[name], mask, cfg))
