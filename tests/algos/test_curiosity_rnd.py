@@ -19,6 +19,7 @@ from unity_rl.algorithms.reward_signals.config import (CuriosityConfig, RewardSi
                                                        RNDConfig)
 from unity_rl.algorithms.sac.config import SACConfig
 from unity_rl.algorithms.sac.learner import SACLearner
+from unity_rl.algorithms.sac.losses import backup
 from unity_rl.config import ConfigError, dump_config, load_config, parse_config
 from unity_rl.experience import Trajectory, TransitionBatch
 
@@ -144,10 +145,14 @@ def test_sac_backs_up_learned_signals_through_episode_ends():
     target = {k: torch.ones(4) for k in ("extrinsic", "curiosity", "rnd")}
     rewards = {k: torch.zeros(4) for k in target}
     dones = torch.tensor([1.0, 0.0, 1.0, 0.0])
-    assert learner._backup("extrinsic", target, dones, rewards).tolist() == pytest.approx(
-        [0.0, 0.99, 0.0, 0.99])
+    signals = {s.name: s for s in learner.reward_signals}
+
+    def q_target(name):
+        return backup(signals[name], target[name], dones, rewards[name]).tolist()
+
+    assert q_target("extrinsic") == pytest.approx([0.0, 0.99, 0.0, 0.99])
     for name in ("curiosity", "rnd"):
-        assert learner._backup(name, target, dones, rewards).tolist() == pytest.approx([0.99] * 4)
+        assert q_target(name) == pytest.approx([0.99] * 4)
 
 
 def test_curiosity_reward_is_zero_until_its_first_update_and_clipped_at_one_over_strength():

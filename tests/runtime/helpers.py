@@ -1,4 +1,7 @@
-"""Tiny training configurations on the 3DBall stand-in, shared by tests and their subprocesses."""
+"""Tiny training configurations on the stand-ins, shared by tests and their subprocesses:
+``tiny_config`` (3DBall, PPO), ``small_group_config`` (a POCA example config of Unity's on its
+stand-in), ``replace_behavior``; and what the tests read back (``scalars``, ``checkpoint_entry``,
+``live_descendants``)."""
 from __future__ import annotations
 
 import dataclasses
@@ -33,6 +36,41 @@ def tiny_config(base_port: int, *, mode: str = "sync", num_envs: int = 2, num_ac
                                    max_steps=max_steps, summary_freq=1000,
                                    checkpoint_interval=checkpoint_interval, time_horizon=64)
     return dataclasses.replace(cfg, behaviors=FrozenMap({name: behavior}))
+
+
+def small_group_config(config: Path, build: Path, base_port: int, mode: str, *, agents: int,
+                       max_steps: int, time_horizon: int, self_play: dict | None = None,
+                       **behavior) -> RunConfig:
+    """Unity's POCA example ``config`` (one behavior) on ``build`` scaled down: one build of
+    ``agents`` agents, one actor, buffer 256, minibatch 128, one epoch, 16 hidden units, a
+    summary every 400 steps; ``self_play``: changes to its self-play section; ``behavior``:
+    further fields of the behavior."""
+    cfg = apply_overrides(load_config(config), env=str(build), base_port=base_port, num_envs=1,
+                          num_actors=1, mode=mode, seed=2, no_graphics=True, timeout_wait=30,
+                          env_args=("--standin-agents", str(agents)))
+    [(_, b)] = cfg.behaviors.items()
+    if self_play is not None:
+        behavior["self_play"] = dataclasses.replace(b.self_play, **self_play)
+    return replace_behavior(
+        cfg, hyperparameters=dataclasses.replace(b.hyperparameters, buffer_size=256,
+                                                 minibatch_size=128, num_epochs=1),
+        network_settings=dataclasses.replace(b.network_settings, hidden_units=16),
+        max_steps=max_steps, summary_freq=400, time_horizon=time_horizon, **behavior)
+
+
+def replace_behavior(cfg: RunConfig, **changes) -> RunConfig:
+    """``cfg`` with fields of its one behavior replaced."""
+    [(name, b)] = cfg.behaviors.items()
+    return dataclasses.replace(cfg, behaviors=FrozenMap({name: dataclasses.replace(b, **changes)}))
+
+
+def scalars(run_dir: Path, behavior: str) -> dict[str, list[float]]:
+    """The TensorBoard scalars a run wrote for ``behavior``: tag -> values, in order."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir / behavior))
+    events.Reload()
+    return {tag: [e.value for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
 
 
 def live_descendants(pid: int | None = None) -> list[psutil.Process]:

@@ -9,10 +9,10 @@ import dataclasses
 
 import pytest
 
-from tests.runtime.helpers import REPO_ROOT, checkpoint_entry, live_descendants
+from tests.runtime.helpers import (REPO_ROOT, checkpoint_entry, live_descendants,
+                                   replace_behavior, scalars, small_group_config)
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.reward_signals.config import CuriosityConfig
-from unity_rl.config import FrozenMap, apply_overrides, load_config
 from unity_rl.training.trainer import train
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -22,23 +22,8 @@ BUILD = REPO_ROOT / "unity_builds" / "DungeonEscape.x86_64"
 
 
 def small(base_port: int, mode: str):
-    cfg = apply_overrides(load_config(CONFIG), env=str(BUILD), base_port=base_port, num_envs=1,
-                          num_actors=1, mode=mode, seed=2, no_graphics=True, timeout_wait=30,
-                          env_args=("--standin-agents", "9"))
-    [(name, b)] = cfg.behaviors.items()
-    hp = dataclasses.replace(b.hyperparameters, buffer_size=256, minibatch_size=128, num_epochs=1)
-    net = dataclasses.replace(b.network_settings, hidden_units=16)
-    b = dataclasses.replace(b, hyperparameters=hp, network_settings=net, max_steps=1200,
-                            summary_freq=400, time_horizon=16)
-    return dataclasses.replace(cfg, behaviors=FrozenMap({name: b}))
-
-
-def scalars(run_dir, behavior: str) -> dict[str, list[float]]:
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    events = EventAccumulator(str(run_dir / behavior))
-    events.Reload()
-    return {tag: [e.value for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
+    return small_group_config(CONFIG, BUILD, base_port, mode, agents=9, max_steps=1200,
+                              time_horizon=16)
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -64,13 +49,12 @@ def test_dungeon_escape_trains_and_exports_the_actor(tmp_path, free_base_port, m
 
 def test_dungeon_escape_trains_a_curiosity_signal_beside_the_group_reward(tmp_path, free_base_port):
     cfg = small(free_base_port(1), "sync")
-    [(name, b)] = cfg.behaviors.items()
+    [b] = cfg.behaviors.values()
     curiosity = CuriosityConfig("curiosity", gamma=0.99, strength=0.02, learning_rate=3e-4,
                                 network_settings=NetworkConfig(hidden_units=16, num_layers=1))
-    b = dataclasses.replace(b, reward_signals=(*b.reward_signals, curiosity))
+    cfg = replace_behavior(cfg, reward_signals=(*b.reward_signals, curiosity))
     run_dir = tmp_path / "run"
-    result = train(dataclasses.replace(cfg, behaviors=FrozenMap({name: b})), run_dir,
-                   resume=False, console=False)
+    result = train(cfg, run_dir, resume=False, console=False)
     assert not result.interrupted
     tags = scalars(run_dir, "DungeonEscape")
     for tag in ("Losses/Curiosity Forward Loss", "Losses/Curiosity Inverse Loss",
@@ -87,13 +71,11 @@ def test_dungeon_escape_trains_with_memory_and_exports_a_recurrent_actor(tmp_pat
     from unity_rl.algorithms.network_config import MemoryConfig
 
     cfg = small(free_base_port(1), "sync")
-    [(name, b)] = cfg.behaviors.items()
-    net = dataclasses.replace(b.network_settings,
-                              memory=MemoryConfig(sequence_length=8, memory_size=16))
+    [b] = cfg.behaviors.values()
+    cfg = replace_behavior(cfg, network_settings=dataclasses.replace(
+        b.network_settings, memory=MemoryConfig(sequence_length=8, memory_size=16)))
     run_dir = tmp_path / "run"
-    result = train(dataclasses.replace(cfg, behaviors=FrozenMap(
-        {name: dataclasses.replace(b, network_settings=net)})), run_dir, resume=False,
-        console=False)
+    result = train(cfg, run_dir, resume=False, console=False)
     assert not result.interrupted
     tags = scalars(run_dir, "DungeonEscape")
     assert "Losses/Baseline Loss" in tags and all(v == v for v in tags["Losses/Baseline Loss"])

@@ -4,14 +4,11 @@ changes (a full reset), snapshots saved; ``--resume`` restores snapshots, ELO an
 team; every process ends."""
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
-from tests.runtime.helpers import REPO_ROOT, live_descendants
+from tests.runtime.helpers import REPO_ROOT, live_descendants, scalars, small_group_config
 from unity_rl.checkpoint import CheckpointManager
-from unity_rl.config import FrozenMap, apply_overrides, load_config
 from unity_rl.training.trainer import train
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -21,25 +18,9 @@ BUILD = REPO_ROOT / "unity_builds" / "SoccerTwos.x86_64"
 
 
 def small(base_port: int, mode: str, max_steps: int = 1600):
-    cfg = apply_overrides(load_config(CONFIG), env=str(BUILD), base_port=base_port, num_envs=1,
-                          num_actors=1, mode=mode, seed=2, no_graphics=True, timeout_wait=30,
-                          env_args=("--standin-agents", "8"))
-    [(name, b)] = cfg.behaviors.items()
-    hp = dataclasses.replace(b.hyperparameters, buffer_size=256, minibatch_size=128, num_epochs=1)
-    net = dataclasses.replace(b.network_settings, hidden_units=16)
-    sp = dataclasses.replace(b.self_play, save_steps=200, team_change=700, swap_steps=150)
-    b = dataclasses.replace(b, hyperparameters=hp, network_settings=net, max_steps=max_steps,
-                            summary_freq=400, time_horizon=32, self_play=sp,
-                            checkpoint_interval=max_steps)
-    return dataclasses.replace(cfg, behaviors=FrozenMap({name: b}))
-
-
-def scalars(run_dir, behavior: str) -> dict[str, list[float]]:
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    events = EventAccumulator(str(run_dir / behavior))
-    events.Reload()
-    return {tag: [e.value for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
+    return small_group_config(CONFIG, BUILD, base_port, mode, agents=8, max_steps=max_steps,
+                              time_horizon=32, checkpoint_interval=max_steps,
+                              self_play=dict(save_steps=200, team_change=700, swap_steps=150))
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

@@ -5,7 +5,10 @@ A trainer type is one folder under ``unity_rl/algorithms/`` whose ``__init__`` e
 and the CLI read it without importing torch. What needs torch (the runtime ``Algorithm``, the
 loader that rebuilds a saved policy for evaluate/ONNX export) is named as ``"module:attribute"``
 and imported only when used — the pattern of ML-Agents' ``plugins/trainer_type.py``, which fills
-its trainer and settings tables together.
+its trainer and settings tables together. ``TrainerTypeSpec.declare`` is how a type's ``__init__``
+writes its spec: the name is its hyperparameters' ``TRAINER_TYPE`` (written once, in the config,
+whose errors already use it), the ``"module:attribute"`` references are relative to the package,
+and the policy loader is the package's ``export:load_policy_module`` unless it says otherwise.
 """
 from __future__ import annotations
 
@@ -78,6 +81,19 @@ class TrainerTypeSpec:
     quirk_fixes: Mapping[str, tuple[str, Any]] = field(default_factory=dict)
     """``unity_rl.fix_quirks`` entries this type knows -> (hyperparameters field, value): an
     ML-Agents quirk the type copies by default and fixes when a run names the entry."""
+
+    @classmethod
+    def declare(cls, package: str, hyperparameters: type, **fields: Any) -> TrainerTypeSpec:
+        """The spec of the trainer type whose ``__init__`` is ``package`` (its ``__name__``):
+        ``name`` is ``hyperparameters.TRAINER_TYPE``; ``algorithm`` and ``policy_loader`` may be
+        relative to the package, as relative imports are (``".host:PPOAlgorithm"``);
+        ``policy_loader`` is ``".export:load_policy_module"`` unless given. The other fields
+        are the dataclass's, by keyword."""
+        fields.setdefault("policy_loader", ".export:load_policy_module")
+        for key in ("algorithm", "policy_loader"):
+            if fields[key].startswith("."):
+                fields[key] = package + fields[key]
+        return cls(name=hyperparameters.TRAINER_TYPE, hyperparameters=hyperparameters, **fields)
 
     def make_algorithm(self, run_cfg: Any, section: str, behavior_cfg: Any):
         """The runtime ``Algorithm`` of one config section (imports torch)."""

@@ -35,8 +35,10 @@ Contract:
   allowed) for discrete behaviors; at an episode end ``episode = {"r": return, "l": actions}``
   and ``build_restarted`` when the build was restarted.
 
-Size: the parallel API's bookkeeping (revival, held actions, per-build stepping) in one
-place (about 400 lines).
+Size (about 420 lines, left whole on purpose): one class whose state (pending decisions, held
+actions, revival queues, groups, per-build stepping) every public call reads and writes; split
+in two, the halves would share that state through each other's attributes. The small helpers
+(``_Out``, ``_zero_action``, ``_stack_actions``) are its own.
 """
 from __future__ import annotations
 

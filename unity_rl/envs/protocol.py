@@ -161,7 +161,14 @@ def _stock():
     return _rpc_utils
 
 
+_SMALL_VARINTS = [bytes([i]) for i in range(128)]
+
+
 def varint(value: int) -> bytes:
+    """Protobuf's base-128 varint; negative int32/int64 values in the 10-byte two's complement
+    form. Also the stand-in player's (``unity_rl.standin.proto_bytes``)."""
+    if 0 <= value < 128:
+        return _SMALL_VARINTS[value]
     if value < 0:
         value &= (1 << 64) - 1  # int32/int64: 10-byte two's complement
     out = bytearray()
@@ -173,6 +180,7 @@ def varint(value: int) -> bytes:
 
 
 def len_field(field_number: int, payload: bytes) -> bytes:
+    """A length-delimited field (wire type 2): submessage, bytes, string or packed scalars."""
     return varint((field_number << 3) | 2) + varint(len(payload)) + payload
 
 

@@ -1,43 +1,26 @@
 """Protobuf's wire encoding, the few pieces the stand-in player writes and reads by hand
 (``unity_rl.standin.wire`` writes messages with them, ``unity_rl.standin.wire_input`` reads).
 
-Writing: ``varint`` (negative values as 10-byte two's complement), ``tag``, ``len_field``
-(submessages, bytes, strings, packed scalars), ``packed_varints``. Reading: ``read_varint``,
-``iter_fields`` over a message's fields, ``skip_field`` and ``signed32``. Malformed input
-(a varint or field running past its message) raises ``ValueError``.
+Writing: ``varint`` (negative values as 10-byte two's complement) and ``len_field``
+(submessages, bytes, strings, packed scalars) are ``unity_rl.envs.protocol``'s (the product's
+step codec writes the same encoding), re-exported here; ``tag``, ``packed_varints``. Reading:
+``read_varint``, ``iter_fields`` over a message's fields, ``skip_field`` and ``signed32``.
+Malformed input (a varint or field running past its message) raises ``ValueError``.
 """
 from __future__ import annotations
 
 from typing import Iterator, Sequence
 
+# The product's encoders, the same bytes (the stand-in may import the product, never the reverse).
+from unity_rl.envs.protocol import len_field, varint  # noqa: F401 (re-exported to wire.py)
+
 # Wire types.
 VARINT, I64, LEN, I32 = 0, 1, 2, 5
-
-_SMALL_VARINTS = [bytes([i]) for i in range(128)]
-
-
-def varint(value: int) -> bytes:
-    """Base-128 varint; negative int32/int64 values use the 10-byte two's complement form."""
-    if 0 <= value < 128:
-        return _SMALL_VARINTS[value]
-    if value < 0:
-        value &= (1 << 64) - 1
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def tag(field_number: int, wire_type: int) -> bytes:
     """The key of a field: its number and wire type, as a varint."""
     return varint((field_number << 3) | wire_type)
-
-
-def len_field(field_number: int, payload: bytes) -> bytes:
-    """A length-delimited field: submessage, bytes, string or packed repeated scalars."""
-    return tag(field_number, LEN) + varint(len(payload)) + payload
 
 
 def packed_varints(field_number: int, values: Sequence[int]) -> bytes:

@@ -44,11 +44,10 @@ from mlagents.trainers.sac.optimizer_torch import SACSettings  # noqa: E402
 from mlagents.trainers.settings import (BehavioralCloningSettings, NetworkSettings,  # noqa: E402
                                         RewardSignalSettings, RewardSignalType, TrainerSettings)
 from mlagents.trainers.torch_entities import distributions  # noqa: E402
-from mlagents_envs.base_env import (ActionSpec, BehaviorSpec, DimensionProperty,  # noqa: E402
-                                    ObservationSpec, ObservationType)
 
 import make_reference  # noqa: E402
 import make_sac_reference  # noqa: E402
+from reference_common import vector_spec  # noqa: E402
 
 CASES = {
     "ppo_discrete": dict(trainer="ppo", obs=[(6,)], continuous=0, branches=(3, 2), hidden=16,
@@ -72,13 +71,6 @@ STEPS = (200, 600)
 """Policy steps of the two BC updates (within the anneal: the rate decays between them)."""
 
 
-def _spec(case: dict) -> BehaviorSpec:
-    return BehaviorSpec([ObservationSpec(tuple(s), (DimensionProperty.NONE,),
-                                         ObservationType.DEFAULT, f"obs{i}")
-                         for i, s in enumerate(case["obs"])],
-                        ActionSpec(case["continuous"], tuple(case["branches"])))
-
-
 def _write_demo(case: dict, path: Path, rng: np.random.Generator) -> None:
     episodes = []
     for steps in case["lengths"]:
@@ -89,7 +81,7 @@ def _write_demo(case: dict, path: Path, rng: np.random.Generator) -> None:
             discrete_actions=(np.stack([rng.integers(0, b, steps) for b in case["branches"]], 1)
                               if case["branches"] else None),
             rewards=rng.normal(size=steps).astype(np.float32), done=True))
-    write_demo(str(path), _spec(case), episodes, name="bc")
+    write_demo(str(path), vector_spec(case), episodes, name="bc")
 
 
 def _trainer(case: dict, demo: Path):
@@ -113,7 +105,7 @@ def _trainer(case: dict, demo: Path):
                                max_steps=10_000)
     trainer = cls("B", 100, settings, True, False, 0, os.devnull)
     behavior_id = BehaviorIdentifiers.from_name_behavior_id("B")
-    trainer.add_policy(behavior_id, trainer.create_policy(behavior_id, _spec(case)))
+    trainer.add_policy(behavior_id, trainer.create_policy(behavior_id, vector_spec(case)))
     return trainer
 
 

@@ -26,6 +26,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))  # this repository, for unity_rl.demos
+sys.path.insert(0, str(HERE))
 from unity_rl.demos import RecordedEpisode, write_demo  # noqa: E402
 
 from mlagents.trainers.buffer import AgentBuffer, BufferKey  # noqa: E402
@@ -33,8 +34,7 @@ from mlagents.trainers.settings import GAILSettings, NetworkSettings  # noqa: E4
 from mlagents.trainers.torch_entities.components.reward_providers.gail_reward_provider import (  # noqa: E402
     GAILRewardProvider)
 from mlagents.trainers.trajectory import ObsUtil  # noqa: E402
-from mlagents_envs.base_env import (ActionSpec, BehaviorSpec, DimensionProperty,  # noqa: E402
-                                    ObservationSpec, ObservationType)
+from reference_common import vector_spec  # noqa: E402
 
 CASES = {
     "discrete": dict(obs=[(6,)], continuous=0, branches=(3, 2), hidden=16, layers=2,
@@ -45,13 +45,6 @@ CASES = {
                  use_actions=True, use_vail=True),
 }
 LENGTHS, BATCH, LEARNING_RATE = (7, 5, 9, 6), 16, 3e-3
-
-
-def _spec(case: dict) -> BehaviorSpec:
-    return BehaviorSpec([ObservationSpec(tuple(s), (DimensionProperty.NONE,),
-                                         ObservationType.DEFAULT, f"obs{i}")
-                         for i, s in enumerate(case["obs"])],
-                        ActionSpec(case["continuous"], tuple(case["branches"])))
 
 
 def _actions(case: dict, rng, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -71,7 +64,7 @@ def _write_demo(case: dict, path: Path, rng) -> None:
             continuous_actions=cont if case["continuous"] else None,
             discrete_actions=disc if case["branches"] else None,
             rewards=rng.normal(size=steps).astype(np.float32), done=True))
-    write_demo(str(path), _spec(case), episodes, name="gail")
+    write_demo(str(path), vector_spec(case), episodes, name="gail")
 
 
 def _policy_batch(case: dict, rng) -> tuple[AgentBuffer, dict]:
@@ -114,7 +107,7 @@ def make(name: str, seed: int = 0) -> Path:
                                                              hidden_units=case["hidden"],
                                                              num_layers=case["layers"]))
     torch.manual_seed(seed)
-    provider = GAILRewardProvider(_spec(case), settings)
+    provider = GAILRewardProvider(vector_spec(case), settings)
     out = {"weights0": _weights(provider)}
     batches = [_policy_batch(case, rng) for _ in range(2)]
     out["rewards_before"] = {str(b): provider.evaluate(buf) for b, (buf, _) in enumerate(batches)}

@@ -52,14 +52,13 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_bc_reference  # noqa: E402
 import make_reward_signal_reference as signals  # noqa: E402
+from reference_common import actor_output, signal_settings  # noqa: E402
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.poca.optimizer_torch import POCASettings
 from mlagents.trainers.poca.trainer import POCATrainer
 from mlagents.trainers.buffer import RewardSignalUtil  # noqa: E402
-from mlagents.trainers.settings import (BehavioralCloningSettings,  # noqa: E402
-                                        CuriositySettings, NetworkSettings,
-                                        RewardSignalSettings, RewardSignalType, RNDSettings,
-                                        TrainerSettings)
+from mlagents.trainers.settings import (BehavioralCloningSettings, NetworkSettings,  # noqa: E402
+                                        RewardSignalSettings, RewardSignalType, TrainerSettings)
 from mlagents.trainers.torch_entities import distributions  # noqa: E402
 from mlagents.trainers.torch_entities.action_log_probs import LogProbsTuple
 from mlagents.trainers.trajectory import AgentExperience, AgentStatus, Trajectory
@@ -113,7 +112,7 @@ def _trainer(case: dict, demo: Path | None = None) -> POCATrainer:
                                                   memory_size=case["memory_size"])
             if "memory_size" in case else None),
         reward_signals={RewardSignalType.EXTRINSIC: RewardSignalSettings(gamma=case["gamma"]),
-                        **_signal(case)},
+                        **signal_settings(case)},
         behavioral_cloning=None if demo is None else BehavioralCloningSettings(
             demo_path=str(demo), steps=case["bc"]["steps"], strength=case["bc"]["strength"],
             batch_size=case["bc"]["batch_size"], num_epoch=case["bc"]["num_epoch"]),
@@ -122,17 +121,6 @@ def _trainer(case: dict, demo: Path | None = None) -> POCATrainer:
     behavior_id = BehaviorIdentifiers.from_name_behavior_id("B")
     trainer.add_policy(behavior_id, trainer.create_policy(behavior_id, spec))
     return trainer
-
-
-def _signal(case: dict) -> dict:
-    """The case's learned reward signal, as ML-Agents' settings ({} without one)."""
-    if "signal" not in case:
-        return {}
-    network = NetworkSettings(hidden_units=case["signal_hidden"], num_layers=case["signal_layers"])
-    kind, settings = {"curiosity": (RewardSignalType.CURIOSITY, CuriositySettings),
-                      "rnd": (RewardSignalType.RND, RNDSettings)}[case["signal"]]
-    return {kind: settings(gamma=case["signal_gamma"], strength=case["strength"],
-                           network_settings=network, learning_rate=case["signal_lr"])}
 
 
 def _weights(trainer: POCATrainer, case: dict) -> dict[str, np.ndarray]:
@@ -147,17 +135,7 @@ def _weights(trainer: POCATrainer, case: dict) -> dict[str, np.ndarray]:
             out[f"actor.{key[len(body):]}"] = value.numpy()
         elif key.startswith("network_body.lstm.lstm."):  # the LSTM after the body (memory)
             out[f"actor_lstm.{key[len('network_body.lstm.lstm.'):]}"] = value.numpy()
-    head = 2 * case["layers"]
-    rows_w, rows_b = [], []
-    if case["continuous"]:
-        rows_w.append(actor["action_model._continuous_distribution.mu.weight"])
-        rows_b.append(actor["action_model._continuous_distribution.mu.bias"])
-        out["actor_logstd"] = actor["action_model._continuous_distribution.log_sigma"].numpy()[0]
-    for b in range(len(case["branches"])):
-        rows_w.append(actor[f"action_model._discrete_distribution.branches.{b}.weight"])
-        rows_b.append(actor[f"action_model._discrete_distribution.branches.{b}.bias"])
-    out[f"actor.{head}.weight"] = torch.cat(rows_w).numpy()
-    out[f"actor.{head}.bias"] = torch.cat(rows_b).numpy()
+    out.update(actor_output(actor, case))
     for key, value in trainer.optimizer.critic.state_dict().items():
         name = key.replace("network_body.", "", 1).replace("value_heads.value_heads.",
                                                             "value_heads.")

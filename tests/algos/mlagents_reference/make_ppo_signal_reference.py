@@ -26,15 +26,13 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_reference as base  # noqa: E402
 import make_reward_signal_reference as signals  # noqa: E402
+from reference_common import signal_settings, vector_spec  # noqa: E402
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers  # noqa: E402
 from mlagents.trainers.buffer import RewardSignalUtil  # noqa: E402
 from mlagents.trainers.ppo.optimizer_torch import PPOSettings  # noqa: E402
 from mlagents.trainers.ppo.trainer import PPOTrainer  # noqa: E402
-from mlagents.trainers.settings import (CuriositySettings, NetworkSettings,  # noqa: E402
-                                        RewardSignalSettings, RewardSignalType, RNDSettings,
-                                        TrainerSettings)
-from mlagents_envs.base_env import (ActionSpec, BehaviorSpec, DimensionProperty,  # noqa: E402
-                                    ObservationSpec, ObservationType)
+from mlagents.trainers.settings import (NetworkSettings, RewardSignalSettings,  # noqa: E402
+                                        RewardSignalType, TrainerSettings)
 
 HERE = Path(__file__).resolve().parent
 CASES = {
@@ -48,19 +46,8 @@ CASES = {
 
 
 def trainer(case: dict) -> PPOTrainer:
-    obs_specs = [ObservationSpec(tuple(s), (DimensionProperty.NONE,), ObservationType.DEFAULT,
-                                 f"obs{i}") for i, s in enumerate(case["obs"])]
-    spec = BehaviorSpec(obs_specs, ActionSpec(case["continuous"], tuple(case["branches"])))
+    spec = vector_spec(case)
     n = base._buffer_rows(case)
-    network = NetworkSettings(hidden_units=case["signal_hidden"], num_layers=case["signal_layers"])
-    if case["signal"] == "curiosity":
-        signal = {RewardSignalType.CURIOSITY: CuriositySettings(
-            gamma=case["signal_gamma"], strength=case["strength"], network_settings=network,
-            learning_rate=case["signal_lr"])}
-    else:
-        signal = {RewardSignalType.RND: RNDSettings(
-            gamma=case["signal_gamma"], strength=case["strength"], network_settings=network,
-            learning_rate=case["signal_lr"])}
     settings = TrainerSettings(
         hyperparameters=PPOSettings(batch_size=n, buffer_size=n - 1,
                                     learning_rate=base.LEARNING_RATE, beta=case["beta"],
@@ -69,7 +56,7 @@ def trainer(case: dict) -> PPOTrainer:
         network_settings=NetworkSettings(normalize=False, hidden_units=case["hidden"],
                                          num_layers=case["layers"]),
         reward_signals={RewardSignalType.EXTRINSIC: RewardSignalSettings(gamma=case["gamma"]),
-                        **signal},
+                        **signal_settings(case)},
         max_steps=base.MAX_STEPS)
     t = PPOTrainer("B", 100, settings, True, False, 0, os.devnull)
     behavior_id = BehaviorIdentifiers.from_name_behavior_id("B")

@@ -39,6 +39,8 @@ from mlagents_envs.base_env import (ActionSpec, ActionTuple, BehaviorSpec, Dimen
                                     ObservationSpec, ObservationType)
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from reference_common import actor_output  # noqa: E402
 
 CASES = {
     # name: observation shapes, continuous size, branches, hidden, layers, gamma, lambd, beta,
@@ -148,17 +150,8 @@ def _our_names(trainer: PPOTrainer, case: dict) -> dict[str, np.ndarray]:
                 out[f"{ours}.{key[len(body + 'seq_layers.'):]}"] = value.numpy()
             elif key.startswith(body + "layers."):  # ConditionalEncoder: its own names
                 out[f"{ours}.{key[len(body):]}"] = value.numpy()
+    out.update(actor_output(actor, case))
     head = 2 * case["layers"]
-    rows_w, rows_b = [], []
-    if case["continuous"]:
-        rows_w.append(actor["action_model._continuous_distribution.mu.weight"])
-        rows_b.append(actor["action_model._continuous_distribution.mu.bias"])
-        out["actor_logstd"] = actor["action_model._continuous_distribution.log_sigma"].numpy()[0]
-    for b in range(len(case["branches"])):
-        rows_w.append(actor[f"action_model._discrete_distribution.branches.{b}.weight"])
-        rows_b.append(actor[f"action_model._discrete_distribution.branches.{b}.bias"])
-    out[f"actor.{head}.weight"] = torch.cat(rows_w).numpy()
-    out[f"actor.{head}.bias"] = torch.cat(rows_b).numpy()
     # the value head: critic.<head> (a separate critic), the actor's own (shared_critic)
     out[f"critic.{head}.weight"] = critic["value_heads.value_heads.extrinsic.weight"].numpy()
     out[f"critic.{head}.bias"] = critic["value_heads.value_heads.extrinsic.bias"].numpy()

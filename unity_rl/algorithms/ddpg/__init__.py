@@ -16,12 +16,9 @@ from unity_rl.algorithms.spec import TrainerTypeSpec
 SEGMENT_STEPS = 256
 """Agent-steps per actor segment unless ``unity_rl.segment_steps`` says otherwise."""
 
-SPEC = TrainerTypeSpec(
-    name="ddpg",
-    hyperparameters=DDPGConfig,
+SPEC = TrainerTypeSpec.declare(
+    __name__, DDPGConfig,
     yaml_keys={f.name: f.name for f in dataclasses.fields(DDPGConfig) if f.name != "gamma"},
-    algorithm="unity_rl.algorithms.ddpg.host:DDPGAlgorithm",
-    policy_loader="unity_rl.algorithms.ddpg.export:load_policy_module",
+    algorithm=".host:DDPGAlgorithm",
     default_segment_steps=lambda hp, num_actors, time_horizon=0: SEGMENT_STEPS,
-    self_play=False,  # not an mlagents-learn trainer type: no GhostTrainer semantics to follow
-)
+    self_play=False)  # not an mlagents-learn trainer type: no GhostTrainer semantics to follow

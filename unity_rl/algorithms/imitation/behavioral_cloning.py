@@ -18,20 +18,23 @@ of each update (``on_policy_trainer._update_policy``); SAC once per SAC update s
     lr ← lr_next (the rate of the *next* update, as ML-Agents sets it after the batches)
 
 The policy part comes from the trainer type (``ImitationPolicy``: its actor's parameters, its
-observation normaliser, a reparameterised sample and the branch probabilities). Metric:
+observation normaliser, a reparameterised sample and the branch probabilities);
+``make_behavioral_cloning`` builds the update from one (the demo read and checked against the
+behavior), so a trainer type's ``imitation.py`` holds only its ``ImitationPolicy``. Metric:
 ``Losses/Pretraining Loss`` (the mean over the update's minibatches). State (checkpoints): the
 Adam, the current learning rate, the row order and both random generators.
 """
 from __future__ import annotations
 
 import copy
-from typing import Callable, Protocol
+from types import SimpleNamespace
+from typing import Any, Callable, Protocol
 
 import numpy as np
 import torch
 
 from unity_rl.algorithms.imitation.config import DEFAULT_NUM_EPOCH, BehavioralCloningConfig
-from unity_rl.algorithms.imitation.demo_buffer import DemoBuffer
+from unity_rl.algorithms.imitation.demo_buffer import DemoBuffer, load_demo_buffer
 
 LR_FLOOR = 1e-10
 """ML-Agents' BC learning-rate floor: once the decayed rate reaches it, BC stops."""
@@ -179,3 +182,21 @@ class BehavioralCloning:
             self.order = order
         self.rng.bit_generator.state = state["rng"]
         self.generator.set_state(state["generator"])
+
+
+def make_behavioral_cloning(cfg: BehavioralCloningConfig, policy: ImitationPolicy,
+                            obs_shapes: Any, policy_learning_rate: float,
+                            default_batch_size: int, current_step: Callable[[], int], *,
+                            seed: int | None, pairing: str = "mlagents",
+                            behavior: str = "") -> BehavioralCloning:
+    """BC for one behavior: the demo read and checked against ``obs_shapes`` and the policy's
+    actions (in its sequences), BC's Adam at ``policy_learning_rate · strength``,
+    ``default_batch_size`` when BC sets no ``batch_size``. Errors about the demo name
+    ``behaviors.<behavior>.behavioral_cloning.demo_path``."""
+    actions = SimpleNamespace(continuous_size=policy.continuous_size,
+                              discrete_branches=policy.discrete_branches)
+    demo = load_demo_buffer(cfg.demo_path, obs_shapes, actions, policy.sequence_length, pairing,
+                            where=f"behaviors.{behavior}.behavioral_cloning.demo_path")
+    return BehavioralCloning(cfg, policy, demo, policy_learning_rate=policy_learning_rate,
+                             default_batch_size=default_batch_size, current_step=current_step,
+                             seed=seed)

@@ -12,13 +12,8 @@ from unity_rl.algorithms.poca.config import (POCA_KEYS, POCAConfig, default_segm
                                              fill_defaults)
 from unity_rl.algorithms.spec import TrainerTypeSpec
 
-SPEC = TrainerTypeSpec(
-    name="poca",
-    hyperparameters=POCAConfig,
-    yaml_keys=POCA_KEYS,
-    algorithm="unity_rl.algorithms.poca.host:POCAAlgorithm",
-    policy_loader="unity_rl.algorithms.ppo.export:load_policy_module",
-    default_segment_steps=default_segment_steps,
-    fill_defaults=fill_defaults,
-    behavioral_cloning=True,  # ML-Agents' TorchOptimizer gives POCA a BCModule too
-)
+SPEC = TrainerTypeSpec.declare(
+    __name__, POCAConfig, yaml_keys=POCA_KEYS, algorithm=".host:POCAAlgorithm",
+    policy_loader="unity_rl.algorithms.ppo.export:load_policy_module",  # the actor: PPO's
+    default_segment_steps=default_segment_steps, fill_defaults=fill_defaults,
+    behavioral_cloning=True)  # ML-Agents' TorchOptimizer gives POCA a BCModule too

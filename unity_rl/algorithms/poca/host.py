@@ -9,6 +9,8 @@
   ``Environment/Group Cumulative Reward``: the mean group return of the agents whose episode
   ended with their group's since the last update (ML-Agents records it per such agent, a
   histogram over the summary period), reported with the update's metrics.
+- The algorithm is ``PPOAlgorithm`` with this learner and host (its ``make_host``, the BC
+  update included).
 - ``behavioral_cloning``: PPO's BC update (``ppo/imitation.py``) on the POCA actor (PPO's
   network), the host's auxiliary update, run once after each POCA update: ML-Agents'
   ``TorchOptimizer`` gives POCA a ``BCModule`` as it gives PPO one, and POCA's trainer is an
@@ -16,16 +18,12 @@
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from unity_rl.algorithms.poca.learner import POCALearner
-from unity_rl.algorithms.ppo.acting import ppo_policy
-from unity_rl.algorithms.ppo.host import PPOHost
+from unity_rl.algorithms.ppo.host import PPOAlgorithm, PPOHost
 from unity_rl.experience import Segment
-from unity_rl.runtime.algorithm import Algorithm, BehaviorPlan, HostContext
-from unity_rl.runtime.messages import BehaviorInfo
+from unity_rl.runtime.algorithm import BehaviorPlan
 
 
 class POCAHost(PPOHost):
@@ -47,32 +45,12 @@ class POCAHost(PPOHost):
         return metrics
 
 
-class POCAAlgorithm(Algorithm):
-    """``trainer_type: poca``."""
+class POCAAlgorithm(PPOAlgorithm):
+    """``trainer_type: poca``: PPO's algorithm with ``POCALearner`` and ``POCAHost``; the actors'
+    policy copies are the actor alone (``shared_critic`` layout) and collect groups."""
+
+    learner_class = POCALearner
+    host_class = POCAHost
 
     def plan(self) -> BehaviorPlan:
-        rl = self.run_cfg.unity_rl
-        return BehaviorPlan(
-            policy_factory=functools.partial(
-                ppo_policy, network_cfg=self.behavior_cfg.network_settings, shared_critic=True),
-            segment_steps=rl.resolve_segment_steps(self.behavior_cfg),
-            time_horizon=self.behavior_cfg.time_horizon,
-            cut_at_segment_end=rl.trajectory_cuts == "segment",
-            collect_groups=True,
-            # with memory: segments in padded rows, as the buffer counts them (PPO's plan)
-            sequence_length=self.behavior_cfg.network_settings.sequence_length)
-
-    def make_host(self, info: BehaviorInfo, ctx: HostContext) -> POCAHost:
-        cfg = self.behavior_cfg
-        learner = POCALearner(info.obs_shapes, info.action_spec, cfg.hyperparameters,
-                              cfg.network_settings, device=ctx.device, seed=ctx.seed,
-                              reward_signals=cfg.reward_signals, goal_indices=info.goal_indices)
-        host = POCAHost(learner, buffer_steps=cfg.hyperparameters.buffer_size,
-                        drop_lag=ctx.max_policy_lag if ctx.mode == "async" else None)
-        if cfg.behavioral_cloning is not None:  # once after each POCA update, as ML-Agents
-            from unity_rl.algorithms.ppo.imitation import make_behavioral_cloning
-
-            host.auxiliary.append(make_behavioral_cloning(
-                cfg.behavioral_cloning, learner, lambda: host.collected_steps, seed=ctx.seed,
-                pairing=self.run_cfg.unity_rl.demo_pairing, behavior=self.section))
-        return host
+        return self._plan(shared_critic=True, collect_groups=True)

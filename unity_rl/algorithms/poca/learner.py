@@ -33,11 +33,9 @@ single-process (``poca/trainer.py``, ``poca/optimizer_torch.py``; TRAINERS.md §
 Memory (``network_settings.memory``; ML-Agents' POCA with ``use_recurrent``): the actor is PPO's
 recurrent actor (its sequence k starts from the rollout memory stored with its first step,
 ``StepExtras.memories``), the critic ``POCACritic`` with its LSTM. Values and baselines are
-computed sequence by sequence (``_values_by_sequence``, ML-Agents' ``_evaluate_by_sequence_team``)
-from a value memory and a baseline memory, each carried from trajectory to trajectory: ML-Agents'
-POCA keeps them under the agent id "" (its trainer passes none) and, unlike PPO's critic memory,
-never drops them at an episode end; so does this learner (``value_memory``, ``baseline_memory``;
-not checkpointed, as ML-Agents'). Every row field is padded to whole sequences (own observations
+computed sequence by sequence (``critic_rows.values_by_sequence``) from a value memory and a
+baseline memory carried from trajectory to trajectory and, unlike PPO's critic memory, never
+dropped at an episode end (``value_memory``, ``baseline_memory``). Every row field is padded to whole sequences (own observations
 0, groupmates absent, advantages 0 before the normalisation, ML-Agents' quirk §10.10), padded
 rows are masked out of every loss, and minibatches are whole sequences (``batch_size`` rounded
 down to a multiple of L). The learned signals update on the same padded rows (masked).
@@ -45,10 +43,12 @@ down to a multiple of L). The learned signals update on the same padded rows (ma
 No process or I/O; metrics named as ML-Agents' TensorBoard tags (``Losses/Baseline Loss``,
 ``Policy/Extrinsic Baseline Estimate``, ...).
 
-Size (about 520 lines): ``prepare`` and ``optimise`` are one update kept beside the state they
-share (normaliser, the two critic-memory carries, schedules); the memory half
-(``_values_by_sequence``, ``_stored_memories``) is PPO's twin and the next thing to move to
-``algorithms/sequences.py`` together with PPO's.
+Files: ``critic_rows.py`` holds what the critic reads (the groupmates' rows), its evaluation
+sequence by sequence with memory, and ``lambda_return`` (re-exported here); the rows POCA shares
+with PPO (observations, the behaviour's actions and log-probs, stored memories, the advantage
+normalisation) are ``ppo/batch.py``'s. What stays here is the one update, ``prepare`` then
+``optimise``, beside the state they share (normaliser, the two critic-memory carries,
+schedules).
 """
 from __future__ import annotations
 
@@ -65,9 +65,11 @@ from unity_rl.algorithms.encoders import ObservationLayout, ObsShapesLike
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.nets import seeded_init
 from unity_rl.algorithms.poca.config import POCAConfig
+from unity_rl.algorithms.poca.critic_rows import group_rows, lambda_return, values_by_sequence
 from unity_rl.algorithms.poca.model import POCACritic
-from unity_rl.algorithms.ppo.losses import (clipped_surrogate_loss, decayed, masked_mean,
-                                            minibatch_indices, value_loss)
+from unity_rl.algorithms.ppo.batch import behaviour, normalized, stored_memories, trajectory_obs
+from unity_rl.algorithms.ppo.losses import (clipped_surrogate_loss, masked_mean,
+                                            minibatch_indices, schedules, value_loss)
 from unity_rl.algorithms.ppo.model import (DEFAULT_ARCH, ActionSpecLike, ActorCritic,
                                            DeterministicActor, check_obs_shapes, load_normalizer,
                                            normalizer_state)
@@ -83,16 +85,6 @@ logger = logging.getLogger(__name__)
 VALUE_LOSS_WEIGHT = 0.5
 BASELINE_LOSS_WEIGHT = 0.5
 """loss = policy + 0.5·(value_loss + 0.5·baseline_loss) − β·entropy (ML-Agents' fixed weights)."""
-
-
-def lambda_return(r: np.ndarray, value_estimates: np.ndarray, gamma: float, lambd: float,
-                  value_next: float) -> np.ndarray:
-    """ML-Agents' ``trainer_utils.lambda_return`` (TD(λ), not GAE), float32 as its arrays."""
-    returns = np.zeros_like(r)
-    returns[-1] = r[-1] + gamma * value_next
-    for t in reversed(range(0, r.size - 1)):
-        returns[t] = gamma * lambd * returns[t + 1] + r[t] + (1 - lambd) * gamma * value_estimates[t + 1]
-    return returns
 
 
 class POCABatch(NamedTuple):
@@ -240,16 +232,8 @@ class POCALearner:
         if not trajectories:
             raise ValueError("POCALearner.update needs at least one non-empty trajectory")
         lengths = [len(t.rewards) for t in trajectories]
-        obs_raw = np.concatenate([np.asarray(t.obs, np.float32).reshape(-1, self.obs_dim)
-                                  for t in trajectories])
-        last_raw = np.stack([np.asarray(t.last_obs, np.float32).reshape(self.obs_dim)
-                             for t in trajectories])
-        mates_raw = _padded([_group_obs(t, self.obs_dim) for t in trajectories], self.obs_dim)
-        next_raw = _padded([_next_group_obs(t, self.obs_dim)[None] for t in trajectories],
-                           self.obs_dim)
-        action_cols = np.asarray(trajectories[0].actions).reshape(lengths[0], -1).shape[1]
-        mates_actions = _padded([_group_actions(t, action_cols) for t in trajectories],
-                                action_cols, fill=0.0)
+        obs_raw, last_raw = trajectory_obs(trajectories, self.obs_dim)
+        mates_raw, next_raw, mates_actions = group_rows(trajectories, self.obs_dim)
 
         # 1. Observation statistics from the agents' own observations (ML-Agents'
         #    update_normalization reads the obs fields, not the group ones).
@@ -268,9 +252,10 @@ class POCALearner:
                           if next_mates.shape[1] else 0) + 1
             self.critic.max_agents.fill_(max(float(self.critic.max_agents), float(present)))
             if self.critic.memory_size:  # sequence by sequence, carrying the two memories
-                values, baselines, next_values, value_starts, baseline_starts = \
-                    self._values_by_sequence(obs, mates, b_mates_actions, last_obs, next_mates,
-                                             lengths)
+                (values, baselines, next_values, value_starts, baseline_starts,
+                 self.value_memory, self.baseline_memory) = values_by_sequence(
+                    self.critic, obs, mates, b_mates_actions, last_obs, next_mates, lengths,
+                    self.sequence_length, self.value_memory, self.baseline_memory)
             else:
                 values = self.critic.value(obs, mates).cpu().numpy()                   # [N, K]
                 baselines = self.critic.baseline(obs, mates, b_mates_actions).cpu().numpy()
@@ -304,9 +289,9 @@ class POCALearner:
         #    counting as 0 in the normalisation (ML-Agents' quirk, TRAINERS.md §10.10).
         L = self.sequence_length
         pad = functools.partial(pad_trajectories, lengths=lengths, sequence_length=L)
-        b_adv = pad(np.concatenate(advantages))
-        b_adv = (b_adv - b_adv.mean()) / (b_adv.std() + 1e-10)
-        b_actions, b_logprobs, b_masks = self._behaviour(trajectories, L)
+        b_adv = normalized(pad(np.concatenate(advantages)))
+        b_actions, b_logprobs, b_masks = behaviour(trajectories, self.model.continuous_size,
+                                                   self.model.discrete_branches, self.device, L)
         batch = POCABatch(
             obs=self._tensor(pad(obs_np)), mates_obs=self._tensor(pad(mates_np, value=np.nan)),
             mates_actions=self._tensor(pad(mates_actions)), actions=b_actions,
@@ -322,59 +307,8 @@ class POCALearner:
             return batch
         return batch._replace(
             loss_mask=self._tensor(pad(np.ones(len(obs_raw), bool), value=False), torch.bool),
-            memories=self._tensor(self._stored_memories(trajectories)),
+            memories=self._tensor(stored_memories(trajectories, L, self.model.memory_size)),
             value_memories=value_starts, baseline_memories=baseline_starts)
-
-    def _values_by_sequence(self, obs, mates, mates_actions, last_obs, next_mates,
-                            lengths: list[int]):
-        """ML-Agents' ``_evaluate_by_sequence_team``, trajectory after trajectory: values and
-        baselines ``sequence_length`` steps at a time (the leftover last), each sequence from the
-        memories the previous one left, the first from the carried ``value_memory`` /
-        ``baseline_memory``; V(s_next) from the value memory after the last step. Returns
-        (values [N, K], baselines [N, K], next values [M, K], the value and the baseline memory
-        each sequence starts from [sum of ceil(T / L), memory_size])."""
-        critic, L = self.critic, self.sequence_length
-        value_enc = critic.value_encoding(obs, mates)  # rows are independent before the LSTM
-        baseline_enc = critic.baseline_encoding(obs, mates, mates_actions)
-        next_enc = critic.value_encoding(last_obs, next_mates)
-        zeros = obs.new_zeros(1, critic.memory_size)
-        values, baselines, next_values, value_starts, baseline_starts = [], [], [], [], []
-        offset = 0
-        for i, length in enumerate(lengths):
-            v_mem = zeros if self.value_memory is None else self.value_memory
-            b_mem = zeros if self.baseline_memory is None else self.baseline_memory
-            for begin in range(0, length, L):
-                rows = slice(offset + begin, offset + min(begin + L, length))
-                size = rows.stop - rows.start
-                value_starts.append(v_mem)
-                baseline_starts.append(b_mem)
-                v, v_mem = critic.heads(*(e[rows] for e in value_enc), v_mem, size)
-                b, b_mem = critic.heads(*(e[rows] for e in baseline_enc), b_mem, size)
-                values.append(v)
-                baselines.append(b)
-            offset += length
-            next_values.append(critic.heads(*(e[i:i + 1] for e in next_enc), v_mem, 1)[0])
-            # ML-Agents' POCA keeps both under agent id "" for every trajectory, never reset
-            self.value_memory, self.baseline_memory = v_mem, b_mem
-        numpy = lambda parts: torch.cat(parts).cpu().numpy()  # noqa: E731
-        return (numpy(values), numpy(baselines), numpy(next_values), torch.cat(value_starts),
-                torch.cat(baseline_starts))
-
-    def _stored_memories(self, trajectories: list[Trajectory]) -> np.ndarray:
-        """The rollout actor memory at each sequence's first step (``StepExtras.memories``,
-        never recomputed; zeros where a trajectory has none)."""
-        L, size = self.sequence_length, self.model.memory_size
-        out = []
-        for traj in trajectories:
-            stored = traj.extras.memories
-            n = len(traj.rewards)
-            stored = (np.zeros((n, size), np.float32) if stored is None
-                      else np.asarray(stored, np.float32).reshape(n, -1))
-            if stored.shape[1] != size:
-                raise ValueError(f"trajectory memories have {stored.shape[1]} columns, the "
-                                 f"network's memory_size is {size}")
-            out.append(stored[::L])
-        return np.concatenate(out)
 
     def optimise(self, batch: POCABatch, collected_steps: int | None = None) -> dict[str, float]:
         """Steps 5-6: the schedules, then the minibatch epochs."""
@@ -384,10 +318,7 @@ class POCALearner:
         # 5. Schedules, driven by the agent-steps collected so far (ML-Agents' trainer step).
         self.agent_steps_collected = (int(collected_steps) if collected_steps is not None
                                       else self.agent_steps_collected + n)
-        step = self.agent_steps_collected
-        lrnow = decayed(cfg.learning_rate, 1e-10, cfg.lr_schedule, step, cfg.max_steps)
-        epsilon = decayed(cfg.clip_coef, 0.1, cfg.clip_coef_schedule, step, cfg.max_steps)
-        beta = decayed(cfg.ent_coef, 1e-5, cfg.ent_coef_schedule, step, cfg.max_steps)
+        lrnow, epsilon, beta = schedules(cfg, self.agent_steps_collected)
         for group in self.optimizer.param_groups:
             group["lr"] = lrnow
 
@@ -472,25 +403,6 @@ class POCALearner:
                     r = r + np.asarray(extra, np.float32)
         return r
 
-    def _behaviour(self, trajectories: list[Trajectory], sequence_length: int = 1):
-        """(actions, log-probs, action masks) of the behaviour, each trajectory padded to whole
-        sequences (zeros; masks all allowed, as ML-Agents pads them)."""
-        def rows(arrays, value=0):
-            return np.concatenate([pad_sequences(a, sequence_length, value) for a in arrays])
-
-        b_logprobs = self._tensor(rows([np.asarray(t.logprobs, np.float32).reshape(
-            len(t.rewards), -1) for t in trajectories]))
-        model = self.model
-        b_actions = self._tensor(rows([np.asarray(t.actions) for t in trajectories]),
-                                 torch.float32 if model.continuous_size else torch.int64)
-        b_masks = None
-        if model.discrete_branches:
-            b_masks = self._tensor(rows([
-                t.action_masks if t.action_masks is not None
-                else np.ones((len(t.rewards), sum(model.discrete_branches)), bool)
-                for t in trajectories], True), torch.bool)
-        return b_actions, b_logprobs, b_masks
-
     def _tensor(self, array, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         return torch.as_tensor(array, dtype=dtype, device=self.device)
 
@@ -504,35 +416,3 @@ class POCALearner:
             return rows
         return self._normalize(rows.reshape(n * m, d)).reshape(n, m, d)
 
-
-def _group_obs(traj: Trajectory, obs_dim: int) -> np.ndarray:
-    """[T, M, obs_dim] groupmates' observations of a trajectory (M = 0 without groups)."""
-    g = traj.extras.group_obs
-    if g is None:
-        return np.zeros((len(traj.rewards), 0, obs_dim), np.float32)
-    return np.asarray(g, np.float32).reshape(len(traj.rewards), -1, obs_dim)
-
-
-def _group_actions(traj: Trajectory, action_cols: int) -> np.ndarray:
-    g = traj.extras.group_actions
-    if g is None:
-        return np.zeros((len(traj.rewards), 0, action_cols), np.float32)
-    return np.asarray(g, np.float32).reshape(len(traj.rewards), -1, action_cols)
-
-
-def _next_group_obs(traj: Trajectory, obs_dim: int) -> np.ndarray:
-    g = traj.next_group_obs
-    if g is None:
-        return np.zeros((0, obs_dim), np.float32)
-    return np.asarray(g, np.float32).reshape(-1, obs_dim)
-
-
-def _padded(parts: list[np.ndarray], width: int, fill: float = np.nan) -> np.ndarray:
-    """Concatenates [T_i, M_i, width] arrays along rows, padded to the largest M with ``fill``."""
-    m = max(p.shape[1] for p in parts)
-    out = np.full((sum(len(p) for p in parts), m, width), fill, np.float32)
-    row = 0
-    for p in parts:
-        out[row:row + len(p), :p.shape[1]] = p
-        row += len(p)
-    return out

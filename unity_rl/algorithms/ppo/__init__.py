@@ -9,14 +9,7 @@ from unity_rl.algorithms.ppo.config import (PPO_KEYS, OFF_VALUES, PPOConfig, def
                                             fill_defaults)
 from unity_rl.algorithms.spec import TrainerTypeSpec
 
-SPEC = TrainerTypeSpec(
-    name="ppo",
-    hyperparameters=PPOConfig,
-    yaml_keys=PPO_KEYS,
-    algorithm="unity_rl.algorithms.ppo.host:PPOAlgorithm",
-    policy_loader="unity_rl.algorithms.ppo.export:load_policy_module",
-    default_segment_steps=default_segment_steps,
-    behavioral_cloning=True,
-    off_values=OFF_VALUES,
-    fill_defaults=fill_defaults,
-)
+SPEC = TrainerTypeSpec.declare(
+    __name__, PPOConfig, yaml_keys=PPO_KEYS, algorithm=".host:PPOAlgorithm",
+    default_segment_steps=default_segment_steps, fill_defaults=fill_defaults,
+    off_values=OFF_VALUES, behavioral_cloning=True)

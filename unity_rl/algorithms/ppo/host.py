@@ -136,30 +136,38 @@ class PPOHost:
 
 
 class PPOAlgorithm(Algorithm):
-    """``trainer_type: ppo``."""
+    """``trainer_type: ppo``. POCA's algorithm is this one with its own learner and host
+    (``learner_class``, ``host_class``), a critic-less actor and groups in the plan."""
+
+    learner_class = PPOLearner
+    host_class = PPOHost
 
     def plan(self) -> BehaviorPlan:
+        return self._plan(shared_critic=self.behavior_cfg.hyperparameters.shared_critic)
+
+    def _plan(self, *, shared_critic: bool, collect_groups: bool = False) -> BehaviorPlan:
         rl = self.run_cfg.unity_rl
         return BehaviorPlan(
             policy_factory=functools.partial(
                 ppo_policy, network_cfg=self.behavior_cfg.network_settings,
-                shared_critic=self.behavior_cfg.hyperparameters.shared_critic),
+                shared_critic=shared_critic),
             segment_steps=rl.resolve_segment_steps(self.behavior_cfg),
             time_horizon=self.behavior_cfg.time_horizon,
             cut_at_segment_end=rl.trajectory_cuts == "segment",
+            collect_groups=collect_groups,
             # segments filled in padded rows, as the buffer counts: an update every buffer_size
             # padded rows, as ML-Agents, not every buffer_size steps (several times as many rows)
             sequence_length=self.behavior_cfg.network_settings.sequence_length)
 
     def make_host(self, info: BehaviorInfo, ctx: HostContext) -> PPOHost:
         cfg = self.behavior_cfg
-        learner = PPOLearner(info.obs_shapes, info.action_spec, cfg.hyperparameters,
-                             cfg.network_settings, device=ctx.device, seed=ctx.seed,
-                             reward_signals=cfg.reward_signals,
-                             goal_indices=info.goal_indices)
-        host = PPOHost(learner, buffer_steps=cfg.hyperparameters.buffer_size,
-                       drop_lag=ctx.max_policy_lag if ctx.mode == "async" else None)
-        if cfg.behavioral_cloning is not None:  # once after each PPO update, as ML-Agents
+        learner = self.learner_class(info.obs_shapes, info.action_spec, cfg.hyperparameters,
+                                     cfg.network_settings, device=ctx.device, seed=ctx.seed,
+                                     reward_signals=cfg.reward_signals,
+                                     goal_indices=info.goal_indices)
+        host = self.host_class(learner, buffer_steps=cfg.hyperparameters.buffer_size,
+                               drop_lag=ctx.max_policy_lag if ctx.mode == "async" else None)
+        if cfg.behavioral_cloning is not None:  # once after each update, as ML-Agents
             from unity_rl.algorithms.ppo.imitation import make_behavioral_cloning
 
             host.auxiliary.append(make_behavioral_cloning(

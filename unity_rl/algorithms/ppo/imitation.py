@@ -1,19 +1,21 @@
 """PPO's side of imitation: its actor as behavioral cloning sees it (``PPOImitationPolicy``, an
 ``imitation.behavioral_cloning.ImitationPolicy``) and the BC update its host runs once after
-each PPO update (``make_behavioral_cloning``), as ML-Agents' ``on_policy_trainer`` does. POCA's
-learner has the same actor (``model``, PPO's ``ActorCritic``) and fields, and its host uses this
-as it is (ML-Agents' POCA is an on-policy trainer with the same ``BCModule``)."""
+each PPO update (``make_behavioral_cloning``: the shared builder of
+``imitation.behavioral_cloning`` with PPO's learning rate and minibatch size), as ML-Agents'
+``on_policy_trainer`` does. POCA's learner has the same actor (``model``, PPO's ``ActorCritic``)
+and fields, and its algorithm (``PPOAlgorithm``'s ``make_host``) uses this as it is (ML-Agents'
+POCA is an on-policy trainer with the same ``BCModule``)."""
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Callable
 
 import numpy as np
 import torch
 
 from unity_rl.algorithms.imitation.behavioral_cloning import BehavioralCloning
+from unity_rl.algorithms.imitation.behavioral_cloning import \
+    make_behavioral_cloning as build_behavioral_cloning
 from unity_rl.algorithms.imitation.config import BehavioralCloningConfig
-from unity_rl.algorithms.imitation.demo_buffer import load_demo_buffer
 from unity_rl.algorithms.ppo.learner import PPOLearner
 
 
@@ -65,14 +67,9 @@ class PPOImitationPolicy:
 def make_behavioral_cloning(cfg: BehavioralCloningConfig, learner: PPOLearner,
                             current_step: Callable[[], int], *, seed: int | None,
                             pairing: str = "mlagents", behavior: str = "") -> BehavioralCloning:
-    """BC for a PPO learner: the demo read and checked against the learner's spec, BC's Adam at
-    ``learning_rate · strength``, ``batch_size`` the PPO one when BC sets none."""
-    policy = PPOImitationPolicy(learner)
-    actions = SimpleNamespace(continuous_size=policy.continuous_size,
-                              discrete_branches=policy.discrete_branches)
-    demo = load_demo_buffer(cfg.demo_path, learner.obs_shapes, actions,
-                            policy.sequence_length, pairing,
-                            where=f"behaviors.{behavior}.behavioral_cloning.demo_path")
-    return BehavioralCloning(cfg, policy, demo, policy_learning_rate=learner.cfg.learning_rate,
-                             default_batch_size=learner.cfg.minibatch_size,
-                             current_step=current_step, seed=seed)
+    """BC for a PPO learner (``imitation.behavioral_cloning.make_behavioral_cloning`` on its
+    actor): BC's Adam at ``learning_rate · strength``, ``batch_size`` the PPO one when BC sets
+    none."""
+    return build_behavioral_cloning(
+        cfg, PPOImitationPolicy(learner), learner.obs_shapes, learner.cfg.learning_rate,
+        learner.cfg.minibatch_size, current_step, seed=seed, pairing=pairing, behavior=behavior)

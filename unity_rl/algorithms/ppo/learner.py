@@ -50,34 +50,21 @@ docs/ppo.md), each choice read in its source (``mlagents/trainers/...``):
   reads them; Unity-Technologies/ml-agents#6281). Clipped around the returns, the clipped term
   never exceeds the plain one: the value loss is the unclipped squared error (docs/ppo.md,
   "Value clipping"; ``benchmarks/ppo_input_parity.py`` shows it on ML-Agents' own buffer).
-Memory (``network_settings.memory``; ML-Agents 1.1.0, ``../shared/mlagents_learn/TRAINERS.md`` §1):
-- each trajectory is split into ``sequence_length`` (L) sequences, the last one padded at the end
-  (``sequences.py``); padded rows are masked out of the policy, value and entropy terms
-  (``losses.masked_mean``), and minibatches are made of whole sequences (``batch_size`` rounded
-  down to a multiple of L, at least L);
-- the actor's sequence k starts from the memory stored with its first step (the rollout-time
-  memory the actor had when it took that action, ``StepExtras.memories``; never recomputed);
-- the critic's memories are computed here sequence by sequence with the current critic
-  (``_evaluate_by_sequence``): sequence k starts from the memory after sequence k − 1, the first
-  from the memory the previous trajectory left. ML-Agents keeps that carry under the key ""
-  (its ``_process_trajectory`` passes no agent id, quirk §10.7): one carry for all agents, reset
-  after a terminated trajectory only; this learner keeps the same single carry
-  (``critic_memory``, not checkpointed, as ML-Agents'), so its values equal ML-Agents' on the
-  same buffer;
-- the advantages are normalised over the padded buffer, padded rows counting as 0 (ML-Agents'
-  quirk §10.10; it changes the scale of the advantages a little, weight for weight as ML-Agents).
+Memory (``network_settings.memory``): sequences of ``sequence_length``, the actor from its stored
+rollout memories, the critic's memories recomputed sequence by sequence from one carry
+(``critic_memory``), padded rows masked out; the contract is ``memory.py``'s docstring.
 There are no project-only variants (docs/ppo.md says which were removed and why).
 
-Size (about 560 lines): ``prepare`` (values, GAE, sequences) and ``optimise`` (the epochs) are the
-one update, kept beside the state they share (normaliser, critic-memory carry, schedules); the
-memory half (``_values_by_sequence``, ``_sequence_batch``) is the next thing to move out, to
-``algorithms/sequences.py``, once SAC needs sequences too.
+Files: ``batch.py`` holds ``PPOBatch`` and the rows both on-policy learners (PPO, POCA) build
+from trajectories (observations, the behaviour's actions and log-probs, stored memories, the
+advantage normalisation); ``memory.py`` the memory half of ``prepare``. What stays here is the
+one update, ``prepare`` (values, GAE) then ``optimise`` (the epochs), beside the state they
+share (normaliser, critic-memory carry, schedules).
 """
 from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -89,9 +76,11 @@ from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.nets import seeded_init
 from unity_rl.algorithms.ppo.config import PPOConfig
 from unity_rl.algorithms.ppo.losses import (clipped_surrogate_loss, decayed, masked_mean,
-                                            minibatch_indices, value_loss)
+                                            minibatch_indices, schedules, value_loss)
 from unity_rl.algorithms.sequences import pad_sequences, sequence_rows
 from unity_rl.algorithms.ppo.acting import PPOPolicy
+from unity_rl.algorithms.ppo.batch import PPOBatch, behaviour, normalized, trajectory_obs
+from unity_rl.algorithms.ppo.memory import sequence_batch, values_by_sequence
 from unity_rl.algorithms.ppo.model import (DEFAULT_ARCH, LEGACY_ARCH, ActionSpecLike, ActorCritic,
                                       DeterministicActor, check_obs_shapes, load_normalizer,
                                       normalizer_state)
@@ -111,38 +100,6 @@ __all__ = ["PPOConfig", "PPOPolicy", "PPOLearner", "PPOBatch", "ActorCritic", "D
 # ----------------------------------------------------------------------------------------------
 # Learner
 # ----------------------------------------------------------------------------------------------
-
-class PPOBatch(NamedTuple):
-    """What one update optimises on (``PPOLearner.prepare``), row for row."""
-
-    obs: torch.Tensor
-    """[N, obs_dim] observations through the normaliser."""
-    actions: torch.Tensor
-    """[N, C] float32 (hybrid [N, C + B]) or [N, B] int64, as the behaviour took them."""
-    logprobs: torch.Tensor
-    """[N, K] the behaviour's log-probabilities, one column per action dimension / branch."""
-    masks: torch.Tensor | None
-    """[N, sum(branches)] bool, True where allowed (None without branches)."""
-    values: np.ndarray
-    """[N, heads] value estimates (the GAE baselines)."""
-    advantages: torch.Tensor
-    """[N] mean over signals of GAE, normalised over the buffer."""
-    returns: torch.Tensor
-    """[N, heads] each head's GAE returns."""
-    loss_mask: torch.Tensor | None = None
-    """[N] bool, False on the rows that pad memory sequences (None: no memory, no padding)."""
-    memories: torch.Tensor | None = None
-    """[N / L, memory_size]: the actor memory each sequence starts from (None: no memory)."""
-    critic_memories: torch.Tensor | None = None
-    """[N / L, memory_size]: the critic memory each sequence starts from (None: no memory)."""
-    sequence_length: int = 1
-    """L: rows per sequence (1 without memory)."""
-    signal_batch: SignalBatch | None = None
-    """The same rows as the reward signals read them (raw obs, next obs, actions, dones; padded
-    like ``obs`` with memory): each learned signal's update takes the minibatch's rows."""
-    reward_metrics: dict | None = None
-    """``Policy/<Signal> Reward`` of this buffer (``episode_reward_metrics``)."""
-
 
 class PPOLearner:
     """Owns the network, Adam optimiser, observation normaliser and reward signals; one ``update``
@@ -298,10 +255,7 @@ class PPOLearner:
         if not trajectories:
             raise ValueError("PPOLearner.update needs at least one non-empty trajectory")
         lengths = [len(t.rewards) for t in trajectories]
-        b_obs_raw = np.concatenate([np.asarray(t.obs, np.float32).reshape(-1, self.obs_dim)
-                                    for t in trajectories])
-        last_obs_raw = np.stack([np.asarray(t.last_obs, np.float32).reshape(self.obs_dim)
-                                 for t in trajectories])
+        b_obs_raw, last_obs_raw = trajectory_obs(trajectories, self.obs_dim)
         b_size = len(b_obs_raw)
 
         # 1. Observation statistics first: values, advantages and ratios all see the same input.
@@ -314,8 +268,9 @@ class PPOLearner:
         critic_starts = None
         with torch.no_grad():
             if self.model.memory_size:  # sequence by sequence, carrying the critic memory
-                values, last_values, critic_starts = self._values_by_sequence(
-                    b_obs, last_obs, trajectories)
+                values, last_values, critic_starts, self.critic_memory = values_by_sequence(
+                    self.model, b_obs, last_obs, trajectories, self.sequence_length,
+                    self.critic_memory)
             else:
                 values = self.model.get_value(b_obs).cpu().numpy()            # [N, K]
                 last_values = self.model.get_value(last_obs).cpu().numpy()    # [M, K]
@@ -350,112 +305,19 @@ class PPOLearner:
             L = self.sequence_length
             signal_batch = SignalBatch.concatenate([SignalBatch(*(pad_sequences(f, L) for f in b))
                                                     for b in signal_rows])
-            return self._sequence_batch(trajectories, b_obs, values, advantages, returns,
-                                        critic_starts)._replace(signal_batch=signal_batch,
-                                                                reward_metrics=reward_metrics)
-        b_advantages_np = np.concatenate(advantages)
+            return sequence_batch(self.model, trajectories, b_obs, values, advantages, returns,
+                                  critic_starts, L, self.device)._replace(
+                signal_batch=signal_batch, reward_metrics=reward_metrics)
 
         # 4. Advantages normalised once over the buffer (ML-Agents' _update_policy).
-        b_advantages_np = ((b_advantages_np - b_advantages_np.mean())
-                           / (b_advantages_np.std() + 1e-10))
-
-        b_advantages = self._tensor(b_advantages_np, torch.float32)
+        b_advantages = self._tensor(normalized(np.concatenate(advantages)), torch.float32)
         b_returns = self._tensor(np.concatenate(returns), torch.float32)   # [N, K]
-        b_actions, b_logprobs, b_masks = self._behaviour(trajectories)
+        b_actions, b_logprobs, b_masks = behaviour(trajectories, self.model.continuous_size,
+                                                   self.model.discrete_branches, self.device)
         return PPOBatch(obs=b_obs, actions=b_actions, logprobs=b_logprobs, masks=b_masks,
                         values=values, advantages=b_advantages, returns=b_returns,
                         signal_batch=SignalBatch.concatenate(signal_rows),
                         reward_metrics=reward_metrics)
-
-    def _behaviour(self, trajectories: list[Trajectory], sequence_length: int = 1
-                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """(actions, log-probs, action masks) of the behaviour, each trajectory padded to whole
-        sequences of ``sequence_length`` (zeros; masks all allowed)."""
-        def rows(arrays, value=0):
-            return np.concatenate([pad_sequences(a, sequence_length, value) for a in arrays])
-
-        # log-probs: one column per action dimension / branch ([T] rows read as one column)
-        b_logprobs = self._tensor(rows([np.asarray(t.logprobs, np.float32).reshape(
-            len(t.rewards), -1) for t in trajectories]), torch.float32)
-        branches = self.model.discrete_branches
-        num_columns = self.model.continuous_size + len(branches)
-        if b_logprobs.shape[1] != num_columns:
-            raise ValueError(f"per-action ratios need {num_columns} log-prob columns per step "
-                             f"(one per action dimension / branch), got {b_logprobs.shape[1]}")
-        # actions: float32 rows when there is a continuous part (hybrid: C + B columns), else int64
-        b_actions = self._tensor(rows([t.actions for t in trajectories]),
-                                 torch.float32 if self.model.continuous_size else torch.int64)
-        b_masks = None
-        if branches:
-            b_masks = self._tensor(rows([
-                t.action_masks if t.action_masks is not None
-                else np.ones((len(t.rewards), sum(branches)), bool)
-                for t in trajectories], True), torch.bool)
-        return b_actions, b_logprobs, b_masks
-
-    def _values_by_sequence(self, b_obs: torch.Tensor, last_obs: torch.Tensor,
-                            trajectories: list[Trajectory]):
-        """ML-Agents' ``get_trajectory_value_estimates`` with memory, trajectory after trajectory:
-        the critic runs ``sequence_length`` steps at a time (the leftover last), each sequence from
-        the memory the previous one left, the first from ``critic_memory`` (module doc); V(s_T)
-        from the memory after the last step. Returns (values [N, K], last values [M, K], the
-        critic memory each sequence starts from [sum of ceil(T / L), memory_size])."""
-        L = self.sequence_length
-        hidden = self.model.critic_body(b_obs)  # rows are independent before the LSTM
-        last_hidden = self.model.critic_body(last_obs)
-        values, last_values, starts = [], [], []
-        offset = 0
-        for i, traj in enumerate(trajectories):
-            memory = self.critic_memory
-            if memory is None:
-                memory = b_obs.new_zeros(1, self.model.critic_memory_size)
-            length = len(traj.rewards)
-            for begin in range(0, length, L):
-                chunk = hidden[offset + begin:offset + min(begin + L, length)]
-                starts.append(memory)
-                v, memory = self.model.value_from_body(chunk, memory, len(chunk))
-                values.append(v)
-            offset += length
-            last_values.append(self.model.value_from_body(last_hidden[i:i + 1], memory, 1)[0])
-            self.critic_memory = None if traj.terminated else memory
-        return (torch.cat(values).cpu().numpy(), torch.cat(last_values).cpu().numpy(),
-                torch.cat(starts))
-
-    def _sequence_batch(self, trajectories: list[Trajectory], b_obs: torch.Tensor,
-                        values: np.ndarray, advantages: list[np.ndarray],
-                        returns: list[np.ndarray], critic_starts: torch.Tensor) -> PPOBatch:
-        """Step 4 with memory: every field padded to whole sequences (module doc), the advantages
-        normalised over the padded buffer (ML-Agents), the memories each sequence starts from."""
-        L = self.sequence_length
-        lengths = [len(t.rewards) for t in trajectories]
-        starts = np.cumsum([0] + lengths)
-        obs_rows = [b_obs[starts[i]:starts[i + 1]] for i in range(len(trajectories))]
-        padded_obs = torch.cat([torch.cat([o, o.new_zeros(
-            (-len(o)) % L, o.shape[1])]) for o in obs_rows])
-        loss_mask = np.concatenate([pad_sequences(np.ones(n, bool), L, False) for n in lengths])
-        b_advantages_np = np.concatenate([pad_sequences(a, L) for a in advantages])
-        b_advantages_np = ((b_advantages_np - b_advantages_np.mean())
-                           / (b_advantages_np.std() + 1e-10))
-        b_returns = np.concatenate([pad_sequences(r, L) for r in returns])
-        memory_size = self.model.memory_size
-        memories = []
-        for traj in trajectories:  # the stored rollout memory at each sequence's first step
-            stored = traj.extras.memories
-            if stored is None:
-                stored = np.zeros((len(traj.rewards), memory_size), np.float32)
-            stored = np.asarray(stored, np.float32).reshape(len(traj.rewards), -1)
-            if stored.shape[1] != memory_size:
-                raise ValueError(f"trajectory memories have {stored.shape[1]} columns, the "
-                                 f"network's memory_size is {memory_size}")
-            memories.append(stored[::L])
-        b_actions, b_logprobs, b_masks = self._behaviour(trajectories, L)
-        return PPOBatch(obs=padded_obs, actions=b_actions, logprobs=b_logprobs, masks=b_masks,
-                        values=values,
-                        advantages=self._tensor(b_advantages_np, torch.float32),
-                        returns=self._tensor(b_returns, torch.float32),
-                        loss_mask=self._tensor(loss_mask, torch.bool),
-                        memories=self._tensor(np.concatenate(memories), torch.float32),
-                        critic_memories=critic_starts.to(self.device), sequence_length=L)
 
     def optimise(self, batch: PPOBatch, collected_steps: int | None = None) -> dict[str, float]:
         """Steps 5-6 of an update: the schedules and the minibatch epochs on ``batch``."""
@@ -468,10 +330,7 @@ class PPOLearner:
         # 5. Schedules, driven by the agent-steps collected so far (ML-Agents' trainer step).
         self.agent_steps_collected = (int(collected_steps) if collected_steps is not None
                                       else self.agent_steps_collected + b_size)
-        step = self.agent_steps_collected
-        lrnow = decayed(cfg.learning_rate, 1e-10, cfg.lr_schedule, step, cfg.max_steps)
-        clip_coef = decayed(cfg.clip_coef, 0.1, cfg.clip_coef_schedule, step, cfg.max_steps)
-        ent_coef = decayed(cfg.ent_coef, 1e-5, cfg.ent_coef_schedule, step, cfg.max_steps)
+        lrnow, clip_coef, ent_coef = schedules(cfg, self.agent_steps_collected)
         for group in self.optimizer.param_groups:
             group["lr"] = lrnow
 

@@ -1,4 +1,4 @@
-"""PPO's schedules and losses: short pure functions, tested on their own."""
+"""PPO's schedules and losses (POCA's too): short pure functions, tested on their own."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,6 +12,15 @@ def decayed(initial: float, floor: float, schedule: str, step: int, max_steps: i
     floor = min(floor, initial)
     progress = min(step, max_steps) / max_steps
     return (initial - floor) * (1.0 - progress) + floor
+
+
+def schedules(cfg, step: int) -> tuple[float, float, float]:
+    """The on-policy schedules (PPO, POCA: an ``OnPolicyConfig``) at ``step`` agent-steps
+    collected: (learning rate → 1e-10, clip range ε → 0.1, entropy coefficient β → 1e-5),
+    each linear over ``max_steps`` or constant as its ``*_schedule`` says (ML-Agents)."""
+    return (decayed(cfg.learning_rate, 1e-10, cfg.lr_schedule, step, cfg.max_steps),
+            decayed(cfg.clip_coef, 0.1, cfg.clip_coef_schedule, step, cfg.max_steps),
+            decayed(cfg.ent_coef, 1e-5, cfg.ent_coef_schedule, step, cfg.max_steps))
 
 
 def masked_mean(values: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:

@@ -12,14 +12,8 @@ evaluate and ONNX).
 from unity_rl.algorithms.sac.config import QUIRK_FIXES, SAC_KEYS, SACConfig, default_segment_steps
 from unity_rl.algorithms.spec import TrainerTypeSpec
 
-SPEC = TrainerTypeSpec(
-    name="sac",
-    hyperparameters=SACConfig,
-    yaml_keys=SAC_KEYS,
-    algorithm="unity_rl.algorithms.sac.host:SACAlgorithm",
-    policy_loader="unity_rl.algorithms.sac.export:load_policy_module",
-    default_segment_steps=default_segment_steps,
-    behavioral_cloning=True,
-    from_elsewhere=("max_steps",),
-    quirk_fixes=QUIRK_FIXES,
-)
+SPEC = TrainerTypeSpec.declare(
+    __name__, SACConfig, yaml_keys=SAC_KEYS, algorithm=".host:SACAlgorithm",
+    default_segment_steps=default_segment_steps, behavioral_cloning=True,
+    from_elsewhere=("max_steps",),  # no gamma field: each reward signal has its discount
+    quirk_fixes=QUIRK_FIXES)

@@ -1,18 +1,19 @@
 """SAC's side of imitation: its actor as behavioral cloning sees it (``SACImitationPolicy``, an
 ``imitation.behavioral_cloning.ImitationPolicy``: the tanh-squashed reparameterised sample, the
 branch probabilities) and the BC update the off-policy host runs once per SAC update step
-(``make_behavioral_cloning``), as ML-Agents' ``off_policy_trainer._update_policy`` does."""
+(``make_behavioral_cloning``: the shared builder of ``imitation.behavioral_cloning`` with SAC's
+learning rate and batch size), as ML-Agents' ``off_policy_trainer._update_policy`` does."""
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Callable
 
 import numpy as np
 import torch
 
 from unity_rl.algorithms.imitation.behavioral_cloning import BehavioralCloning
+from unity_rl.algorithms.imitation.behavioral_cloning import \
+    make_behavioral_cloning as build_behavioral_cloning
 from unity_rl.algorithms.imitation.config import BehavioralCloningConfig
-from unity_rl.algorithms.imitation.demo_buffer import load_demo_buffer
 from unity_rl.algorithms.sac.learner import SACLearner
 
 
@@ -45,14 +46,9 @@ class SACImitationPolicy:
 def make_behavioral_cloning(cfg: BehavioralCloningConfig, learner: SACLearner,
                             current_step: Callable[[], int], *, seed: int | None,
                             pairing: str = "mlagents", behavior: str = "") -> BehavioralCloning:
-    """BC for a SAC learner: the demo read and checked against the learner's spec, BC's Adam at
-    ``learning_rate · strength``, ``batch_size`` the SAC one when BC sets none."""
-    policy = SACImitationPolicy(learner)
-    actions = SimpleNamespace(continuous_size=policy.continuous_size,
-                              discrete_branches=policy.discrete_branches)
-    demo = load_demo_buffer(cfg.demo_path, learner.obs_shapes, actions, policy.sequence_length,
-                            pairing,
-                            where=f"behaviors.{behavior}.behavioral_cloning.demo_path")
-    return BehavioralCloning(cfg, policy, demo, policy_learning_rate=learner.cfg.learning_rate,
-                             default_batch_size=learner.cfg.batch_size,
-                             current_step=current_step, seed=seed)
+    """BC for a SAC learner (``imitation.behavioral_cloning.make_behavioral_cloning`` on its
+    actor): BC's Adam at ``learning_rate · strength``, ``batch_size`` the SAC one when BC sets
+    none."""
+    return build_behavioral_cloning(
+        cfg, SACImitationPolicy(learner), learner.obs_shapes, learner.cfg.learning_rate,
+        learner.cfg.batch_size, current_step, seed=seed, pairing=pairing, behavior=behavior)

@@ -32,8 +32,9 @@ Observations: flat rows, one normaliser (``observe`` folds new rows in as they a
 ML-Agents' ``_process_trajectory`` does; Q1, Q2, V and V' share it, as its ``copy_normalization``
 makes them). No process-wide torch state is set.
 
-Size (about 420 lines): the update in paper order plus its memory-sequence path; the sequence
-helpers (critic memories, V' one step in) are the next to move out should it grow.
+Files: the four losses are ``losses.py``'s (ML-Agents' ``sac_q_loss``, ``sac_value_loss``,
+``sac_policy_loss``, ``sac_entropy_loss``, pure functions); what stays here is the update that
+builds their inputs and steps the networks, in the order above, with its memory-sequence path.
 """
 from __future__ import annotations
 
@@ -55,6 +56,8 @@ from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSign
 from unity_rl.algorithms.reward_signals.registry import make_reward_signals
 from unity_rl.algorithms.sac.config import SACConfig
 from unity_rl.algorithms.sac.export import SACExportModule
+from unity_rl.algorithms.sac.losses import (sac_entropy_loss, sac_policy_loss, sac_q_loss,
+                                            sac_value_loss, taken_q)
 from unity_rl.algorithms.sac.nets import SACActor, ValueNetwork, soft_update
 
 DISCRETE_TARGET_ENTROPY_SCALE = 0.2
@@ -179,8 +182,8 @@ class SACLearner:
         q2 = {k: v.squeeze(-1) for k, v in self.q2(obs, cont_actions, q_memory, L).items()}
         if categorical is not None:
             taken = actions[:, c:].long()
-            q1 = {k: self._taken_q(v, taken, categorical) for k, v in q1.items()}
-            q2 = {k: self._taken_q(v, taken, categorical) for k, v in q2.items()}
+            q1 = {k: taken_q(v, taken, categorical) for k, v in q1.items()}
+            q2 = {k: taken_q(v, taken, categorical) for k, v in q2.items()}
         with torch.no_grad():
             # V'(s') runs each sequence from the critic's memory one step into it (ML-Agents:
             # "we didn't record the next value memories").
@@ -190,11 +193,15 @@ class SACLearner:
             target_values = {k: v.squeeze(-1) for k, v in
                              self.target_critic(next_obs, None, next_memory, L).items()}
 
-        q1_loss, q2_loss, td_error = self._q_losses(q1, q2, target_values, dones, rewards,
-                                                    loss_mask)
-        value_loss = self._value_loss(values, q1p, q2p, cont_log_probs, categorical, loss_mask)
-        policy_loss = self._policy_loss(q1p, cont_log_probs, categorical, loss_mask)
-        entropy_loss = self._entropy_loss(cont_log_probs, categorical, loss_mask)
+        log_alphas = (self.log_alpha_continuous, self.log_alpha_discrete)
+        q1_loss, q2_loss, td_error = sac_q_loss(q1, q2, target_values, dones, rewards,
+                                                self.reward_signals, loss_mask, cfg)
+        value_loss = sac_value_loss(values, q1p, q2p, cont_log_probs, categorical, *log_alphas,
+                                    loss_mask, cfg)
+        policy_loss = sac_policy_loss(q1p, cont_log_probs, categorical, *log_alphas, loss_mask)
+        entropy_loss = sac_entropy_loss(cont_log_probs, categorical, *log_alphas,
+                                        self.target_entropy_continuous,
+                                        self.target_entropy_discrete, loss_mask)
 
         # ML-Agents steps the policy, then Q1 + Q2 + V, then the α's, each Adam on its own loss
         # alone. The value and entropy losses do not reach the policy, so the same gradients
@@ -246,123 +253,6 @@ class SACLearner:
                 metrics.update(signal.update(signal_batch))
         self.reward_signal_updates += 1
         return metrics
-
-    # -- the losses (ML-Agents' sac_q_loss, sac_value_loss, sac_policy_loss, sac_entropy_loss) --
-    @staticmethod
-    def _masked_mean(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        """Mean over the real rows (ML-Agents' ``masked_mean``; all rows without memory)."""
-        if mask is None:
-            return x.mean()
-        return (x * mask).sum() / torch.clamp(mask.sum(), min=1.0)
-
-    def _squared_error(self, target: torch.Tensor, x: torch.Tensor,
-                       mask: torch.Tensor | None) -> torch.Tensor:
-        """½-less mean squared error of the Q and V losses: over every row, padding included
-        (ML-Agents), or over the real rows (``padded_value_loss: masked``)."""
-        if mask is None or self.cfg.padded_value_loss == "mlagents":
-            return nn.functional.mse_loss(target, x)
-        return self._masked_mean((target - x) ** 2, mask)
-
-    def _taken_q(self, q: torch.Tensor, taken: torch.Tensor, categorical) -> torch.Tensor:
-        """Q of the taken discrete actions: the mean over branches of each branch's pick."""
-        picks = [branch_q.gather(1, taken[:, i:i + 1])
-                 for i, branch_q in enumerate(categorical.split(q))]
-        return torch.stack(picks).mean(dim=0).squeeze(-1)
-
-    def _backup(self, name: str, target_values: dict, dones: torch.Tensor,
-                rewards: dict) -> torch.Tensor:
-        signal = next(s for s in self.reward_signals if s.name == name)
-        use_done = 0.0 if signal.ignore_done else 1.0
-        return rewards[name] + (1.0 - use_done * dones) * signal.gamma * target_values[name]
-
-    def _q_losses(self, q1: dict, q2: dict, target_values: dict, dones: torch.Tensor,
-                  rewards: dict, mask: torch.Tensor | None,
-                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(Q1 loss, Q2 loss, [n] TD error of Q1 averaged over the reward signals)."""
-        q1_losses, q2_losses, td = [], [], []
-        for name in q1:
-            with torch.no_grad():
-                y = self._backup(name, target_values, dones, rewards)
-                td.append(y - q1[name])
-            q1_losses.append(0.5 * self._squared_error(y, q1[name], mask))
-            q2_losses.append(0.5 * self._squared_error(y, q2[name], mask))
-        return (torch.stack(q1_losses).mean(), torch.stack(q2_losses).mean(),
-                torch.stack(td).mean(dim=0))
-
-    def _expected_q(self, q: torch.Tensor, categorical) -> torch.Tensor:
-        """[n, 1]: mean over branches of Σ_a π(a)·Q(s, a)."""
-        branched = categorical.split(q * categorical.probs)
-        return torch.stack([b.sum(dim=1, keepdim=True) for b in branched]).mean(dim=0)
-
-    def _value_loss(self, values: dict, q1p: dict, q2p: dict, cont_log_probs, categorical,
-                    mask: torch.Tensor | None) -> torch.Tensor:
-        with torch.no_grad():
-            alpha_c = self.log_alpha_continuous.exp()
-            alpha_d = self.log_alpha_discrete.exp()
-            if categorical is None:
-                min_q = {k: torch.min(q1p[k], q2p[k]) for k in values}
-            else:
-                min_q = {k: torch.min(self._expected_q(q1p[k], categorical),
-                                      self._expected_q(q2p[k], categorical)) for k in values}
-        losses = []
-        for name, v in values.items():
-            with torch.no_grad():
-                if categorical is None:
-                    target = min_q[name] - torch.sum(alpha_c * cont_log_probs, dim=1)
-                else:
-                    entropy_bonus = torch.stack([
-                        torch.sum(alpha_d[i] * b, dim=1, keepdim=True) for i, b in
-                        enumerate(categorical.split(categorical.all_log_probs * categorical.probs))])
-                    target = min_q[name] - entropy_bonus.mean(dim=0)
-                    if cont_log_probs is not None:
-                        # ML-Agents adds the continuous term here (the sign opposite to the
-                        # continuous-only case); "fixed" subtracts it.
-                        sign = 1.0 if self.cfg.hybrid_entropy_sign == "mlagents" else -1.0
-                        target = target + sign * torch.sum(alpha_c * cont_log_probs, dim=1,
-                                                           keepdim=True)
-                    target = target.squeeze(-1)
-            losses.append(0.5 * self._squared_error(v, target, mask))
-        value_loss = torch.stack(losses).mean()
-        if not torch.isfinite(value_loss):
-            raise FloatingPointError("SAC value loss is not finite (NaN or inf in the networks "
-                                     "or the batch): check the build's observations and rewards")
-        return value_loss
-
-    def _policy_loss(self, q1p: dict, cont_log_probs, categorical,
-                     mask: torch.Tensor | None) -> torch.Tensor:
-        alpha_c = self.log_alpha_continuous.exp()
-        alpha_d = self.log_alpha_discrete.exp()
-        mean_q1 = torch.stack(list(q1p.values())).mean(dim=0)
-        loss = 0
-        if categorical is not None:
-            probs = categorical.probs
-            per_branch = [torch.sum(alpha_d[i] * lp - qt, dim=1) for i, (lp, qt) in enumerate(
-                zip(categorical.split(categorical.all_log_probs * probs),
-                    categorical.split(mean_q1 * probs)))]
-            loss = loss + torch.stack(per_branch, dim=1).sum(dim=1)
-            all_mean_q1 = torch.sum(probs * mean_q1, dim=1)
-        else:
-            all_mean_q1 = mean_q1
-        if cont_log_probs is not None:
-            loss = loss + alpha_c * torch.sum(cont_log_probs, dim=1) - all_mean_q1
-        return self._masked_mean(loss, mask)
-
-    def _entropy_loss(self, cont_log_probs, categorical,
-                      mask: torch.Tensor | None) -> torch.Tensor:
-        loss = 0
-        if categorical is not None:
-            with torch.no_grad():
-                diff = torch.stack([
-                    torch.sum(b, dim=1, keepdim=True) + target for b, target in zip(
-                        categorical.split(categorical.all_log_probs * categorical.probs),
-                        self.target_entropy_discrete)], dim=1).squeeze(2)
-            loss = loss - self._masked_mean(
-                torch.mean(self.log_alpha_discrete.exp() * diff, dim=1), mask)
-        if cont_log_probs is not None:
-            with torch.no_grad():
-                diff = torch.sum(cont_log_probs, dim=1) + self.target_entropy_continuous
-            loss = loss - self._masked_mean(self.log_alpha_continuous.exp() * diff, mask)
-        return loss
 
     # -- shipping and checkpoints ------------------------------------------------------------
     def weights(self, include_critic: bool = False) -> dict:

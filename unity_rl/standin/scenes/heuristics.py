@@ -23,16 +23,13 @@ import numpy as np
 
 from unity_rl.standin.scenes.blocks import RADIUS, PushBlockModel
 from unity_rl.standin.scenes.hallway import HallwayModel, oracle_action
+from unity_rl.standin.scenes.kinematics import wrap_angle
 from unity_rl.standin.scenes.locomotion import JOINT_LIMIT, CrawlerModel, LocomotionModel
 from unity_rl.standin.scenes.pyramids import PyramidsModel, heuristic_action
 
 Heuristic = Callable[[object, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 _NOTHING, _FORWARD, _BACK, _RIGHT, _LEFT, _STRAFE_LEFT, _STRAFE_RIGHT = range(7)
-
-
-def _wrap(a: np.ndarray) -> np.ndarray:
-    return (a + np.pi) % (2 * np.pi) - np.pi
 
 
 def pushblock(model: PushBlockModel, idx: np.ndarray):
@@ -49,10 +46,10 @@ def pushblock(model: PushBlockModel, idx: np.ndarray):
     waypoint = np.where(behind[:, None], goal, around)
     to = waypoint - pos
     want = np.arctan2(to[:, 0], to[:, 1])
-    error = _wrap(want - heading)
+    error = wrap_angle(want - heading)
     walk = np.where(np.abs(error) > np.deg2rad(12), np.where(error > 0, _RIGHT, _LEFT), _FORWARD)
     # pushing: face +z, keep lined up with the block by strafing, forward
-    facing = _wrap(-heading)  # a decision turns 20 degrees: a tolerance over half of it
+    facing = wrap_angle(-heading)  # a decision turns 20 degrees: a tolerance over half of it
     push = np.where(np.abs(facing) > np.deg2rad(11), np.where(facing > 0, _RIGHT, _LEFT),
                     np.where(dx > 0.2 * half, _STRAFE_RIGHT,
                              np.where(dx < -0.2 * half, _STRAFE_LEFT, _FORWARD)))
@@ -68,7 +65,7 @@ def hallway(model: HallwayModel, idx: np.ndarray):
 def locomotion(model: LocomotionModel, idx: np.ndarray):
     k = len(idx)
     to = model.target[idx] - model.pos[idx]
-    error = _wrap(np.arctan2(to[:, 0], to[:, 1]) - model.heading[idx])
+    error = wrap_angle(np.arctan2(to[:, 0], to[:, 1]) - model.heading[idx])
     speed_now = np.linalg.norm(model.vel[idx], axis=1)
     drive = np.clip(model.speed[idx] / model.MAX_SPEED + 0.5 * (model.speed[idx] - speed_now)
                     / model.MAX_SPEED, 0.0, 1.0) * (np.abs(error) < 1.2)

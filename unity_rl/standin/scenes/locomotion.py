@@ -34,17 +34,17 @@ Unity's actions are applied only at decisions (TakeActionsBetweenDecisions off) 
 joint targets; here the academy repeats the decision's action at every step, the same thing for
 joint targets.
 
-Size (about 470 lines): the three bodies (Crawler, Walker, Worm) share one kinematic model,
-their sensor layouts and the scripted balance controller; the per-body observation builders are
-the next to move out, into a module of their own, should it grow.
+The forward kinematics of the part trees (parts, rotations, quaternions) is ``kinematics.py``;
+here are the three bodies (Crawler, Walker, Worm) on one model, their sensor layouts and the
+scripted balance controller.
 """
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
 from unity_rl.standin.scenes.base import BehaviorSpecDef
+from unity_rl.standin.scenes.kinematics import (Part, axis_rotation, quaternion, tree_kinematics,
+                                                wrap_angle, yaw_quaternion)
 from unity_rl.standin.side_channels import EnvironmentParameters
 from unity_rl.standin.wire import ObsSpec
 
@@ -52,42 +52,6 @@ DT = 0.01333
 """Fixed timestep of Unity's Crawler, Walker and Worm scenes (ProjectSettingsOverrides)."""
 JOINT_LIMIT = 1.0
 """Joint target range in radians for an action of +-1."""
-
-
-@dataclass(frozen=True)
-class Part:
-    name: str
-    parent: int
-    """Index of the parent part, -1 for the root."""
-    offset: tuple[float, float, float]
-    """Joint position in the parent's frame (x right, y up, z forward)."""
-    axes: str = ""
-    """Joint rotation axes (one action each), e.g. "xz"."""
-    done_on_ground: bool = False
-    """Unity's GroundContact.agentDoneOnGroundContact (-1 and end)."""
-
-
-def quaternion(m: np.ndarray) -> np.ndarray:
-    """(x, y, z, w) of rotation matrices [..., 3, 3] (Unity's Quaternion component order)."""
-    t = 1.0 + np.stack([m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2],
-                        m[..., 0, 0] - m[..., 1, 1] - m[..., 2, 2],
-                        -m[..., 0, 0] + m[..., 1, 1] - m[..., 2, 2],
-                        -m[..., 0, 0] - m[..., 1, 1] + m[..., 2, 2]], -1)
-    q = np.sqrt(np.maximum(t, 0.0)) / 2  # w, |x|, |y|, |z|
-    x = np.copysign(q[..., 1], m[..., 2, 1] - m[..., 1, 2])
-    y = np.copysign(q[..., 2], m[..., 0, 2] - m[..., 2, 0])
-    z = np.copysign(q[..., 3], m[..., 1, 0] - m[..., 0, 1])
-    return np.stack([x, y, z, q[..., 0]], -1)
-
-
-def yaw_quaternion(angle: np.ndarray) -> np.ndarray:
-    """Quaternion.FromToRotation between two horizontal directions ``angle`` apart."""
-    z = np.zeros_like(angle)
-    return np.stack([z, np.sin(angle / 2), z, np.cos(angle / 2)], -1)
-
-
-def _wrap(a: np.ndarray) -> np.ndarray:
-    return (a + np.pi) % (2 * np.pi) - np.pi
 
 
 class LocomotionModel:
@@ -209,13 +173,13 @@ class LocomotionModel:
 
     def _to_cube(self, yaw: np.ndarray, v: np.ndarray) -> np.ndarray:
         """World vectors [k, ..., 3] into the cube frame (rotation by -yaw about y)."""
-        r = _rot("y", -yaw)
+        r = axis_rotation("y", -yaw)
         return np.einsum("kij,k...j->k...i", r, v)
 
     def kinematics(self, idx: np.ndarray, heading, tilt, theta, pos):
         """World rotations [k, P, 3, 3], positions [k, P, 3] and joint (local) rotations of every
         part, by forward kinematics down the part tree."""
-        return _tree_order_kinematics(self, idx, heading, tilt, theta, pos)
+        return tree_kinematics(self, idx, heading, tilt, theta, pos)
 
     def body_state(self, idx: np.ndarray):
         """Per part, in the cube frame: contact, velocity, angular velocity, position, world and
@@ -232,7 +196,7 @@ class LocomotionModel:
         done_parts = np.array([part.done_on_ground for part in self.PARTS])
         contact |= self.fallen[idx, None] & done_parts[None, :]
         rel = self._to_cube(yaw, p1 - p1[:, :1])
-        cube_rot = _rot("y", -yaw)[:, None] @ r1
+        cube_rot = axis_rotation("y", -yaw)[:, None] @ r1
         return dict(yaw=yaw, contact=contact.astype(np.float32), vel=vel, ang=ang, rel=rel,
                     rot=cube_rot, local=local)
 
@@ -246,7 +210,7 @@ class LocomotionModel:
         avg = self._to_cube(yaw, np.stack([v[:, 0], zeros, v[:, 1]], 1))
         d = self.target[idx] - self.pos[idx]
         target = self._to_cube(yaw, np.stack([d[:, 0], zeros, d[:, 1]], 1))
-        delta_yaw = _wrap(yaw - self.heading[idx])
+        delta_yaw = wrap_angle(yaw - self.heading[idx])
         return vel_goal, avg, np.linalg.norm(vel_goal - avg, axis=1), target, delta_yaw
 
 
@@ -331,7 +295,7 @@ class WalkerModel(LocomotionModel):
         jointed = quaternion(b["local"][:, self.jointed])  # [k, 13, 4]
         joint_part = np.concatenate([jointed, self.strength[idx][..., None]], -1)
         obs = np.concatenate([dist[:, None], avg, vel_goal, yaw_quaternion(dyaw),
-                              yaw_quaternion(_wrap(head_yaw)), target,
+                              yaw_quaternion(wrap_angle(head_yaw)), target,
                               per_part.reshape(k, -1), joint_part.reshape(k, -1)], 1)
         return [obs.astype(np.float32)]
 
@@ -339,87 +303,6 @@ class WalkerModel(LocomotionModel):
     def _head_yaw(self) -> int:
         return [i for i, (p, a) in enumerate(self.dof) if self.PARTS[p].name == "head"
                 and a == "y"][0]
-
-
-def _tree_order_kinematics(model, idx, heading, tilt, theta, pos):
-    """Forward kinematics of ``model.PARTS`` (a child may be listed before its parent, as
-    Walker's chest before its spine): world rotations [k, P, 3, 3], positions [k, P, 3], and
-    joint rotations [k, P, 3, 3]."""
-    order, starts, codes = _tree_plan(type(model))
-    k = len(idx)
-    root_angles = np.stack([heading[idx], tilt[idx, 0], tilt[idx, 1]], 1)
-    r = axis_rotations(np.array([1, 0, 2]), root_angles)
-    root = r[:, 0] @ r[:, 1] @ r[:, 2]
-    joints = axis_rotations(codes, theta[idx]) if len(codes) else None
-    p_root = np.stack([pos[idx, 0], np.full(k, model.ROOT_HEIGHT), pos[idx, 1]], 1)
-    parts = model.PARTS
-    n = len(parts)
-    rots = np.empty((k, n, 3, 3))
-    poss = np.empty((k, n, 3))
-    local = np.broadcast_to(np.eye(3), (k, n, 3, 3)).copy()
-    for p in order:
-        part = parts[p]
-        joint = None
-        for j in range(starts[p], starts[p] + len(part.axes)):
-            joint = joints[:, j] if joint is None else joint @ joints[:, j]
-        if joint is not None:
-            local[:, p] = joint
-        if part.parent < 0:
-            rots[:, p] = root if joint is None else root @ joint
-            poss[:, p] = p_root
-        else:
-            parent = rots[:, part.parent]
-            rots[:, p] = parent if joint is None else parent @ joint
-            poss[:, p] = poss[:, part.parent] + parent @ np.asarray(part.offset, float)
-    return rots, poss, local
-
-
-_PLANS: dict = {}
-
-
-def _tree_plan(cls):
-    """(parent-first part order, first dof index per part, axis codes per dof) of a class."""
-    if cls not in _PLANS:
-        parts = cls.PARTS
-        order, seen = [], set()
-
-        def visit(p):
-            if p not in seen:
-                if parts[p].parent >= 0:
-                    visit(parts[p].parent)
-                seen.add(p)
-                order.append(p)
-
-        for p in range(len(parts)):
-            visit(p)
-        starts = np.cumsum([0] + [len(part.axes) for part in parts])
-        codes = np.array(["xyz".index(a) for part in parts for a in part.axes], np.int64)
-        _PLANS[cls] = (order, starts, codes)
-    return _PLANS[cls]
-
-
-def axis_rotations(codes: np.ndarray, angles: np.ndarray) -> np.ndarray:
-    """Rotation matrices [k, D, 3, 3] about axes ``codes`` [D] (0 x, 1 y, 2 z) by ``angles``
-    [k, D] radians."""
-    k, d = angles.shape
-    c, s = np.cos(angles), np.sin(angles)
-    m = np.zeros((k, d, 3, 3))
-    for code, (i, j) in enumerate(((1, 2), (0, 2), (0, 1))):
-        sel = np.flatnonzero(codes == code)
-        if not len(sel):
-            continue
-        cs, ss = c[:, sel], s[:, sel]
-        m[:, sel, code, code] = 1.0
-        m[:, sel, i, i] = cs
-        m[:, sel, j, j] = cs
-        sign = 1.0 if code == 1 else -1.0
-        m[:, sel, i, j] = sign * ss
-        m[:, sel, j, i] = -sign * ss
-    return m
-
-
-def _rot(axis: str, angle: np.ndarray) -> np.ndarray:
-    return axis_rotations(np.array(["xyz".index(axis)]), angle[:, None])[:, 0]
 
 
 _WORM = (
@@ -464,7 +347,7 @@ def balance_controller(model: LocomotionModel, idx: np.ndarray) -> np.ndarray:
     drive at the target speed towards the target and, with balance, hold the body upright."""
     k = len(idx)
     to_target = model.target[idx] - model.pos[idx]
-    err = _wrap(np.arctan2(to_target[:, 0], to_target[:, 1]) - model.heading[idx])
+    err = wrap_angle(np.arctan2(to_target[:, 0], to_target[:, 1]) - model.heading[idx])
     want = [np.clip(model.speed[idx] / model.MAX_SPEED, 0, 1) * (np.abs(err) < 0.5),
             np.clip(3.0 * err, -1, 1)]
     if model.BALANCE:
