@@ -71,7 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="train only this behavior (default: every behavior of the build, "
                             "each with its config section); the others' agents get zero actions")
     train.add_argument("--mode", choices=("sync", "async"),
-                       help="sync: learner waits for every actor; async: actors never wait (default sync)")
+                       help="sync: learner waits for every actor; async: it trains on what arrives, "
+                            "actors wait only while an off-policy learner owes more than "
+                            "unity_rl.max_update_backlog updates (default sync)")
     train.add_argument("--num-actors", type=int, metavar="K",
                        help="actor processes; the --num-envs builds are split over them (default 1)")
     train.add_argument("--backend", choices=("local", "ray"), help="where actors run: local processes or Ray (default local)")
