@@ -1,6 +1,6 @@
 """Does async SAC keep ML-Agents' update-to-data ratio? Unity's ``sac/3DBall.yaml`` in
 ``--mode async``, with the actors paused while the learner owes more than
-``unity_rl.max_update_backlog`` updates (the default, 200) and without that bound (null: Ape-X,
+``unity_rl.max_update_backlog`` updates (the default, 20; and 200) and without that bound (null: Ape-X,
 actors never wait), alternating, each run ``--steps`` agent-steps.
 
 For each run: agent-steps, gradient updates done, the updates ML-Agents' schedule owes for those
@@ -10,7 +10,7 @@ mean return. Updates and steps come from the run's last checkpoint (the learner'
 Writes ``benchmarks/results/sac_async_ratio.json``.
 
     .venv/bin/python benchmarks/sac_async_ratio.py [--steps 30000] [--repeats 2]
-        [--num-envs 2] [--num-actors 1] [--backlog 200 null]
+        [--num-envs 2] [--num-actors 1] [--backlog 20 200 null]
 """
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def main(argv=None) -> None:
     ap.add_argument("--num-envs", type=int, default=2)
     ap.add_argument("--num-actors", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--backlog", nargs="+", default=["200", "null"],
+    ap.add_argument("--backlog", nargs="+", default=["20", "200", "null"],
                     help="unity_rl.max_update_backlog values to alternate ('null': unbounded)")
     ap.add_argument("--base-port", type=int, default=17800)
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "sac_async_ratio.json")

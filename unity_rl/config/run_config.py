@@ -86,7 +86,7 @@ class UnityRLConfig:
     """Agent-steps an actor collects per segment (None: see resolve_segment_steps)."""
     max_policy_lag: int = 2
     """async: segments collected with weights more than this many versions old are dropped."""
-    max_update_backlog: int | None = 200
+    max_update_backlog: int | None = 20
     """async, replay-ratio trainers (SAC, DDPG): when the learner owes more gradient updates
     than this (it trains slower than steps_per_update asks), the actors pause between rollouts
     until it has paid half of it, so the run keeps its configured ratio; null: they never pause
