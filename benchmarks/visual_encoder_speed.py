@@ -1,5 +1,7 @@
-"""Visual encoders on the CPU: channels-last (what ``unity_rl.algorithms.encoders`` runs) against
-contiguous NCHW, per ML-Agents encoder type.
+"""Visual encoders on the CPU: a training step on channels-last images (what
+``unity_rl.algorithms.encoders`` does while gradients are recorded) against contiguous NCHW, per
+ML-Agents encoder type; and what the same conversion would do to an actor's forward (where the
+encoders do not convert).
 
 For each encoder (``simple``, ``nature_cnn``, ``resnet``, ``match3``) on a camera shaped like
 Unity's examples (Visual3DBall's 4 stacked 84×84 RGB frames; Match3's 8×8 board for
@@ -8,6 +10,9 @@ Unity's examples (Visual3DBall's 4 stacked 84×84 RGB frames; Match3's 8×8 boar
 - **train step**: forward, backward and an Adam step of the encoder plus a linear head on a
   minibatch of ``--batch`` images (PPO's and SAC's inner loop);
 - **act**: forward of ``--agents`` images without gradients (an actor's decision).
+
+The images arrive NCHW-contiguous (as the flat observation rows hold them), so the channels-last
+timings include converting them (``encoders.channels_last``), as the learners and actors do.
 
 Both layouts start from the same weights and inputs; the table shows the median milliseconds and
 the ratio, and the largest difference of their outputs (the layouts sum in different orders).
@@ -39,8 +44,8 @@ SHAPES = {"simple": (12, 84, 84), "nature_cnn": (12, 84, 84), "resnet": (12, 84,
 
 def make(name: str, layout: torch.memory_format) -> torch.nn.Module:
     torch.manual_seed(0)
-    encoder = visual_encoder(name, SHAPES[name], 128)
-    return torch.nn.Sequential(encoder, torch.nn.Linear(128, 1)).to(memory_format=layout)
+    encoder = visual_encoder(name, SHAPES[name], 128)  # weights as the product keeps them
+    return torch.nn.Sequential(encoder, torch.nn.Linear(128, 1))
 
 
 def timed(fn, repeats: int) -> float:
@@ -55,20 +60,21 @@ def measure(name: str, layout: torch.memory_format, batch: torch.Tensor, agents:
             inner: int) -> dict:
     model = make(name, layout)
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-4)
-    batch = batch.contiguous(memory_format=layout)
-    agents = agents.contiguous(memory_format=layout)
+
+    if not getattr(model[0], "channels_last", False):
+        layout = torch.contiguous_format  # the product converts only for encoders that say so
 
     def train_step():
         optimizer.zero_grad(set_to_none=True)
-        model(batch).square().mean().backward()
+        model(batch.contiguous(memory_format=layout)).square().mean().backward()
         optimizer.step()
 
     def act():
         with torch.no_grad():
-            model(agents)
+            model(agents.contiguous(memory_format=layout))
 
     with torch.no_grad():
-        out = make(name, layout)(agents)
+        out = make(name, layout)(agents.contiguous(memory_format=layout))
     return {"train_ms": timed(train_step, inner), "act_ms": timed(act, inner * 4), "out": out}
 
 

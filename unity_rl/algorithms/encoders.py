@@ -110,6 +110,9 @@ class SmallVisualEncoder(nn.Module):
 class SimpleVisualEncoder(nn.Module):
     """``simple``: 8x8/4 conv to 16, 4x4/2 conv to 32, LeakyReLU, dense (min 20x20)."""
 
+    channels_last = True
+    """Trains faster on channels-last images (``channels_last``)."""
+
     def __init__(self, height: int, width: int, channels: int, h_size: int):
         super().__init__()
         h, w = conv_out(conv_out((height, width), 8, 4), 4, 2)
@@ -124,6 +127,9 @@ class SimpleVisualEncoder(nn.Module):
 
 class NatureVisualEncoder(nn.Module):
     """``nature_cnn`` (Mnih et al. 2015): 8x8/4 to 32, 4x4/2 to 64, 3x3/1 to 64, dense (min 36x36)."""
+
+    channels_last = True
+    """Trains faster on channels-last images (``channels_last``)."""
 
     def __init__(self, height: int, width: int, channels: int, h_size: int):
         super().__init__()
@@ -153,6 +159,9 @@ class ResNetBlock(nn.Module):
 class ResNetVisualEncoder(nn.Module):
     """``resnet`` (IMPALA, Espeholt et al. 2018): 3 stacks (16, 32, 32 channels) of conv,
     3x3/2 max-pool and 2 residual blocks; Swish; dense; ReLU (min 15x15)."""
+
+    channels_last = True
+    """Trains faster on channels-last images (``channels_last``)."""
 
     def __init__(self, height: int, width: int, channels: int, h_size: int):
         super().__init__()
@@ -189,17 +198,20 @@ def visual_encoder(vis_encode_type: str, shape: Sequence[int], h_size: int,
                          f"smaller than the {minimum}x{minimum} minimum of vis_encode_type "
                          f"{vis_encode_type!r}; choose an encoder with a smaller minimum "
                          f"({', '.join(f'{k}: {v}' for k, v in MIN_RESOLUTION.items())})")
-    encoder = load_attribute(VISUAL_ENCODERS[vis_encode_type][0])(height, width, channels, h_size)
-    return encoder.to(memory_format=torch.channels_last)
+    return load_attribute(VISUAL_ENCODERS[vis_encode_type][0])(height, width, channels, h_size)
 
 
 def channels_last(images: torch.Tensor) -> torch.Tensor:
-    """NCHW images stored channels-last (NHWC in memory, the same NCHW tensor logically): the
-    layout CPU convolutions run fastest on (a training step of ``simple`` on 256 stacked 84×84
-    frames: 111 ms against 251 ms contiguous, one thread), matching the encoders' weights
-    (``visual_encoder``). Values are unchanged; sums may differ in the last bits. Off while
-    ``torch.onnx`` traces: the export keeps its plain NCHW graph."""
-    return images if exporting() else images.contiguous(memory_format=torch.channels_last)
+    """While gradients are recorded (a learner's minibatch), NCHW images stored channels-last
+    (NHWC in memory, the same NCHW tensor logically): the convolutions of the encoders that say
+    ``channels_last`` (``simple``, ``nature_cnn``, ``resnet``; not ``match3``'s small boards)
+    train faster on it even counting the conversion (``benchmarks/visual_encoder_speed.py``).
+    Without gradients (an actor's decision, value estimates) the conversion costs more than it
+    saves, so the images stay as they are; so they do while ``torch.onnx`` traces (the export
+    keeps its NCHW graph). Values are unchanged; sums may differ in the last bits."""
+    if exporting() or not torch.is_grad_enabled():
+        return images
+    return images.contiguous(memory_format=torch.channels_last)
 
 
 class ObservationLayout:
@@ -318,7 +330,7 @@ class ObservationEncoder(nn.Module):
         for i, (shape, columns) in enumerate(zip(self.layout.obs_shapes, self.layout.slices)):
             part = flat[:, columns]
             parts.append(None if len(shape) == 2 else
-                         self.encoders[str(i)](channels_last(part.reshape(n, *shape)))
+                         self._encode_image(self.encoders[str(i)], part.reshape(n, *shape))
                          if len(shape) == 3 else part)
         if self.is_identity:
             encoding = flat
@@ -332,6 +344,12 @@ class ObservationEncoder(nn.Module):
             return encoding, None
         goals = [parts[i] for i in self.goal_indices]
         return encoding, goals[0] if len(goals) == 1 else torch.cat(goals, dim=1)
+
+    @staticmethod
+    def _encode_image(encoder: nn.Module, images: torch.Tensor) -> torch.Tensor:
+        if getattr(encoder, "channels_last", False):
+            images = channels_last(images)
+        return encoder(images)
 
     def attend(self, flat: torch.Tensor, encoded_self: torch.Tensor | None) -> torch.Tensor:
         """The buffer sensors' pooled attention vector [n, 128] (ML-Agents' ``ObservationEncoder``

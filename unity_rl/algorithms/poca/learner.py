@@ -341,14 +341,15 @@ class POCALearner:
                     u = self._tensor(units, torch.int64)
                     actor_mem = batch.memories[u]
                     value_mem, baseline_mem = batch.value_memories[u], batch.baseline_memories[u]
-                dist = self.model.distribution(batch.obs[idx],
+                obs, mates_obs = batch.obs[idx], batch.mates_obs[idx]  # gathered once each
+                dist = self.model.distribution(obs,
                                                None if batch.masks is None else batch.masks[idx],
                                                actor_mem, L)
                 newlogprob = dist.log_prob(batch.actions[idx])
                 entropy = dist.entropy()
-                values = self.critic.value(batch.obs[idx], batch.mates_obs[idx], value_mem, L)
-                baselines = self.critic.baseline(batch.obs[idx], batch.mates_obs[idx],
-                                                 batch.mates_actions[idx], baseline_mem, L)
+                values = self.critic.value(obs, mates_obs, value_mem, L)
+                baselines = self.critic.baseline(obs, mates_obs, batch.mates_actions[idx],
+                                                 baseline_mem, L)
                 returns = batch.returns[idx]
                 pg_loss = clipped_surrogate_loss(newlogprob, batch.logprobs[idx],
                                                  batch.advantages[idx], epsilon, mask)

@@ -353,12 +353,13 @@ class PPOLearner:
                 if batch.memories is not None:
                     units = self._tensor(mb_units, torch.int64)
                     actor_memory, critic_memory = batch.memories[units], batch.critic_memories[units]
-                dist = self.model.distribution(b_obs[mb_inds],
+                mb_obs = b_obs[mb_inds]  # gathered once: camera rows are large
+                dist = self.model.distribution(mb_obs,
                                                None if b_masks is None else b_masks[mb_inds],
                                                actor_memory, L)
                 newlogprob = dist.log_prob(b_actions[mb_inds])  # [mb, K]
                 entropy = dist.entropy()
-                newvalue = self.model.get_value(b_obs[mb_inds], critic_memory, L)  # [mb, heads]
+                newvalue = self.model.get_value(mb_obs, critic_memory, L)  # [mb, heads]
 
                 logratio = newlogprob - b_logprobs[mb_inds]
                 ratio = logratio.exp()
