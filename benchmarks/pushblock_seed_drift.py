@@ -11,9 +11,11 @@ those updates and the block is ahead fewer than 150 times per 4,096 agent-steps 
 (the policy turns away from the block and hugs the walls; such runs stayed at −1.0 for 300k-700k
 agent-steps in ``vs_mlagents_learn_pushblock.json``).
 
-``--init-from-mlagents``: unity-rl starts from the initial weights of mlagents-learn's run of the
-same seed (``init_weights.npz``, saved by the mlagents-learn half; mlagents-learn runs first), so
-that both tools draw the same initial network.
+Both tools draw the same initial network for a seed (``tests/algos/test_mlagents_init.py``), so
+seed s of one tool is paired with seed s of the other. ``--init-from-mlagents`` loads the initial
+weights mlagents-learn's run of the same seed saved (``init_weights.npz``; mlagents-learn runs
+first) into unity-rl's learner instead: the same start made explicit (it was the experiment that
+showed the network decides, before both tools drew alike).
 
     .venv/bin/python benchmarks/pushblock_seed_drift.py [--seeds 10] [--seed 1] [--updates 16]
         [--tools mlagents-learn unity-rl] [--init-from-mlagents]
