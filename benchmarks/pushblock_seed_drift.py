@@ -128,7 +128,7 @@ def _one_run(tool: str, args, seed: int, tmp: Path, init: Path | None) -> dict:
     updates = [json.loads(p.read_text()) for p in sorted(probe_dir.glob("update_*.json"))]
     updates = updates[:args.updates]
     run = {"tool": tool, "seed": seed, "initial_weights": "mlagents-learn's" if init else "own",
-           "command": cmd, "seconds": round(time.time() - start, 1), "updates": updates}
+           "command": portable(cmd, args, tmp), "seconds": round(time.time() - start, 1), "updates": updates}
     if len(updates) < args.updates:
         run["log_tail"] = log.read_text()[-1500:]
         print(f"  only {len(updates)} updates; log tail:\n{run['log_tail']}", flush=True)
@@ -193,6 +193,21 @@ def main() -> None:
     for key, s in report["summary"].items():
         print(f"| {key} | {s['initial_weights']} | {s['stuck']}/{s['runs']} | {s['stuck_seeds']} |")
     print("wrote", args.out)
+
+
+def portable(cmd: list[str], args, tmp: Path) -> list[str]:
+    """``cmd`` without this machine's paths: the temp folder, venv, configs and checkout named."""
+    names = [(str(tmp), "TMP"), (str(Path(args.mlagents_venv).resolve()), "MLAGENTS_VENV"),
+             (str(Path(args.mlagents_venv)), "MLAGENTS_VENV"),
+             (str(Path(args.configs_dir).resolve()), "CONFIGS_DIR"),
+             (str(Path(args.configs_dir)), "CONFIGS_DIR"), (str(REPO), "."),
+             (sys.executable, "python")]
+    out = []
+    for part in cmd:
+        for path, name in names:
+            part = part.replace(path, name)
+        out.append(part)
+    return out
 
 
 def _report(args, runs: list[dict]) -> dict:
