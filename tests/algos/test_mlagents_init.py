@@ -71,3 +71,17 @@ def test_initial_network_is_mlagents_learns_for_the_same_seed(name, seed):
 def test_the_seeds_draw_different_networks():
     _, weights = _reference("discrete")
     assert not np.array_equal(weights[0]["actor.0.weight"], weights[6]["actor.0.weight"])
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_runs_first_learner_draws_mlagents_learns_network_for_the_run_seed(seed):
+    """``unity-rl train --seed s``: the first behavior's learner gets the seed that pairs it."""
+    from unity_rl.training.session import learner_seed
+
+    case, weights = _reference("hybrid")
+    learner = _learner(case, learner_seed(seed, 0))
+    state = learner.model.state_dict()
+    for key, expected in weights[seed].items():
+        np.testing.assert_array_equal(state[_our_key(learner, key)].numpy(), expected)
+    others = {learner_seed(seed, i) for i in range(1, 4)}
+    assert len(others) == 3 and seed not in others  # later behaviors draw networks of their own
