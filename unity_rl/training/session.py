@@ -47,6 +47,19 @@ def _same_behaviors(infos: list[ActorInfo]) -> dict[str, BehaviorInfo]:
     return dict(first.behaviors)
 
 
+def learner_seed(run_seed: int, index: int) -> int:
+    """The seed of the learner of behavior ``index`` (sorted names) in a run seeded ``run_seed``.
+
+    The first draws with the run seed itself, as mlagents-learn's first trainer builds its
+    networks right after ``torch.manual_seed(seed)``: a one-behavior run starts from the network
+    ``mlagents-learn --seed s`` starts from (``tests/algos/test_mlagents_init.py``). The others
+    get seeds of their own (mlagents-learn's later trainers draw after the first one's acting,
+    which no seed can pair)."""
+    if index == 0:
+        return int(run_seed)
+    return int(np.random.SeedSequence([run_seed, index]).generate_state(1)[0])
+
+
 class TrainingSession:
     """State of one training session (built piecewise so that clean-up knows what exists)."""
 
@@ -104,7 +117,7 @@ class TrainingSession:
             if name in teams and name not in {b[0] for b in brains.values()}:
                 continue  # a brain's other team: the brain's one host is made for its first
             algorithm = self._algorithm_for(name)
-            seed = int(np.random.SeedSequence([self.seed, i]).generate_state(1)[0])
+            seed = learner_seed(self.seed, i)
             ctx = HostContext(device, seed, rl.num_actors, rl.mode, rl.max_policy_lag,
                               rl.max_update_backlog)
             key = team_of(name)[0] if name in teams else name

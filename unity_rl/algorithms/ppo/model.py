@@ -100,6 +100,22 @@ def value_head(hidden: int, init: str) -> nn.Linear:
     return layer_init(linear, std=1.0) if init == "orthogonal" else mlagents_init(linear, xavier_uniform=True)
 
 
+def action_heads(in_dim: int, continuous_size: int, branches: Sequence[int]) -> nn.Linear:
+    """The actor's output layer: ML-Agents' action heads drawn in its order (the Gaussian mean,
+    Kaiming normal times 0.2, then one layer per branch, times 0.1; zero biases) and joined into
+    one ``Linear`` whose rows keep that order (means, then each branch's logits)."""
+    parts = ([mlagents_init(nn.Linear(in_dim, continuous_size), 0.2)] if continuous_size else []) \
+        + [mlagents_init(nn.Linear(in_dim, size), 0.1) for size in branches]
+    if len(parts) == 1:
+        return parts[0]
+    with torch.random.fork_rng(devices=[]):  # the joined layer's own draws leave the RNG be
+        joined = nn.Linear(in_dim, sum(p.out_features for p in parts))
+    with torch.no_grad():
+        joined.weight.copy_(torch.cat([p.weight for p in parts]))
+        joined.bias.copy_(torch.cat([p.bias for p in parts]))
+    return joined
+
+
 def actor_hidden(encoder: ObservationEncoder, head: nn.Module, x: torch.Tensor) -> torch.Tensor:
     """The actor trunk's encoding (its head without the output layer)."""
     encoding, goal = encoder.encode(x)
@@ -161,6 +177,27 @@ class ActorCritic(nn.Module):
             raise ValueError("memory exists only in ML-Agents' network (swish, mlagents)")
         half = self.memory_size // 2
         head_in = half if self.memory_size else hidden  # what the heads read
+        # Built in mlagents-learn's draw order, the actor (encoder, body, LSTM, action heads)
+        # before the critic (encoder, body, LSTM, value heads), so that a seed draws ML-Agents'
+        # initial network (tests/algos/test_mlagents_init.py); registered in this class's own
+        # order (critic first), which the state dicts and optimiser states of checkpoints keep.
+        actor_encoder = ObservationEncoder(obs_shapes, network, goals)
+        if goals:
+            actor_body: nn.Module = ConditionalEncoder(actor_encoder.output_size,
+                                                       actor_encoder.goal_size, hidden, layers)
+        elif weight_init == "mlagents":
+            actor_body = critic_trunk(actor_encoder.output_size, hidden, layers, act, weight_init)
+        actor_lstm = lstm_layer(hidden, half) if self.memory_size else None
+        if goals:
+            head: nn.Module = ConditionalMLP(actor_body, action_heads(head_in, self.continuous_size,
+                                                                      self.discrete_branches))
+        elif weight_init == "mlagents":  # the body, then the output layer (on the LSTM's output)
+            head = nn.Sequential(*actor_body, action_heads(head_in, self.continuous_size,
+                                                           self.discrete_branches))
+        else:  # the earlier versions' network (loading their weights only)
+            head = mlp(actor_encoder.output_size, hidden, layers,
+                       self.continuous_size + sum(self.discrete_branches), out_std=0.01,
+                       activation=act, init=weight_init)
         if not self.shared_critic:
             self.critic_encoder = ObservationEncoder(obs_shapes, network, goals)
             enc = self.critic_encoder.output_size
@@ -170,26 +207,12 @@ class ActorCritic(nn.Module):
                 self.critic_lstm = lstm_layer(hidden, half)
         self.value_heads = nn.ModuleDict({name: value_head(head_in, weight_init)
                                           for name in value_heads})
-        self.actor_encoder = ObservationEncoder(obs_shapes, network, goals)
-        out_gain = torch.tensor([0.2] * self.continuous_size + [0.1] * sum(self.discrete_branches))
-        num_out = self.continuous_size + sum(self.discrete_branches)
-        if goals:
-            head: nn.Module = ConditionalMLP(
-                ConditionalEncoder(self.actor_encoder.output_size, self.actor_encoder.goal_size,
-                                   hidden, layers),
-                mlagents_init(nn.Linear(head_in, num_out), out_gain))
-        elif self.memory_size:  # the trunk, then an output layer on the LSTM's output
-            head = nn.Sequential(*critic_trunk(self.actor_encoder.output_size, hidden, layers, act,
-                                               weight_init),
-                                 mlagents_init(nn.Linear(head_in, num_out), out_gain))
-        else:
-            head = mlp(self.actor_encoder.output_size, hidden, layers, num_out, out_std=0.01,
-                       activation=act, init=weight_init, out_gain=out_gain)
+        self.actor_encoder = actor_encoder
         self.head_name = ("actor_logits" if not self.continuous_size else
                           "actor_mean" if not self.discrete_branches else "actor_hybrid")
         self.add_module(self.head_name, head)
-        if self.memory_size:
-            self.actor_lstm = lstm_layer(hidden, half)
+        if actor_lstm is not None:
+            self.actor_lstm = actor_lstm
         if self.continuous_size:
             self.actor_logstd = nn.Parameter(torch.full((self.continuous_size,), float(log_std_init)))
 
