@@ -110,8 +110,11 @@ def test_unity_imitation_pushblock_trains_and_resumes_through_the_cli(tmp_path, 
               "--results-dir", str(tmp_path / "results"), "--seed", "1"]
     env = dict(os.environ, GRPC_VERBOSITY="ERROR")
     for extra, steps in (([], "2048"), (["--resume"], "4096")):
+        # episodes of 50 decisions (MaxStep 250): every agent's ends within the first buffer, so
+        # the per-episode signal rewards are logged whether or not a block was delivered
         done = subprocess.run([sys.executable, "-m", "unity_rl", "train", str(config), *common,
-                               "--max-steps", steps, *extra], cwd=REPO, env=env,
+                               "--max-steps", steps, *extra,
+                               "--env-args", "--standin-max-step", "250"], cwd=REPO, env=env,
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stdout + done.stderr
     events = EventAccumulator(str(tmp_path / "results" / "imitation" / "PushBlock"))

@@ -99,8 +99,9 @@ def test_walljump_lessons_advance_reach_the_build_and_resume(tmp_path, free_base
         assert line in lines, (line, lines)
     order = [lines.index(line) for line in expected]
     assert order[:2] == sorted(order[:2]) and order[2] < order[3] and order[1] < order[4]
-    # every parameter's current value is sent again at each change (as mlagents-learn does)
-    assert lines.count("small_wall_height = 1.5") >= 2
+    # every parameter's current value is sent again at each change (as mlagents-learn does):
+    # small_wall_height changes once, big_wall_height twice, so one small value comes twice
+    assert max(lines.count("small_wall_height = 1.5"), lines.count("small_wall_height = 4")) >= 2
     # Lesson1 has require_reset: the build is reset with Lesson2's values (once: the others
     # have none); the stand-in logs each reset
     resets = [m.start() for m in re.finditer(r"RESET \(reset #", log)]

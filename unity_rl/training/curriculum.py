@@ -35,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections import deque
-from typing import Mapping, NamedTuple, Sequence
+from typing import Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -160,13 +160,19 @@ class Curricula:
                 buffer.clear()
         return CheckResult(tuple(changed), must_reset)
 
-    def update(self, progress: Mapping[str, float]) -> CheckResult:
-        """Repeats ``check`` on the same data until it changes nothing (see the module doc)."""
+    def update(self, progress: Mapping[str, float],
+               on_change: Callable[[CheckResult], None] | None = None) -> CheckResult:
+        """Repeats ``check`` on the same data until it changes nothing (see the module doc).
+        ``on_change`` is called after every check that moved a lesson, with ``values()`` already
+        that lesson's: mlagents-learn sends the parameters after each such check, so a build sees
+        every lesson in turn even when two pass on the same data."""
         changed: list[str] = []
         must_reset = False
         for _ in range(MAX_CHECKS):
             before = dict(self.smoothed)
             result = self.check(progress)
+            if result.changed and on_change is not None:
+                on_change(result)
             changed += [n for n in result.changed if n not in changed]
             must_reset |= result.must_reset
             if not result.changed and self.smoothed == before:

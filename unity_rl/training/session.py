@@ -216,10 +216,8 @@ class TrainingSession:
             self.curricula.record_episodes(short_name(name), part.episode_returns)
         progress = {short_name(b.name): b.agent_steps / b.settings.max_steps
                     for b in self.behaviors.values()}
-        result = self.curricula.update(progress)
-        if result.changed:
-            backend.control(Control(env_parameters=self.curricula.values(),
-                                    reset_episodes=result.must_reset))
+        self.curricula.update(progress, on_change=lambda result: backend.control(Control(
+            env_parameters=self.curricula.values(), reset_episodes=result.must_reset)))
 
     def _reached(self, target_return: float) -> bool:
         return all(b.metrics.episodes >= 100 and b.metrics.mean_return >= target_return
