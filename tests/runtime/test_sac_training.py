@@ -216,7 +216,9 @@ def test_sigkilled_sac_trainer_resumes_with_its_replay(tmp_path, free_base_port)
         root = psutil.Process(proc.pid)
         tree = [root] + root.children(recursive=True)
         proc.kill()
-        proc.communicate(timeout=30)
+        # the orphans close their builds before the pipes they inherited reach EOF: on a loaded
+        # 2-core machine that once took over 30 s (they must still all be gone, below)
+        proc.communicate(timeout=90)
     finally:
         if proc.poll() is None:
             proc.kill()
