@@ -31,6 +31,10 @@ Contract:
   the goal (GOAL_SIGNAL) observations, ``encode`` also returns the goal encoding: those
   observations' encodings concatenated (a vector goal as it is), ML-Agents' ``get_goal_encoding``;
   ``goal_size`` is its width.
+
+Size (about 420 lines): the five encoders, the row layout and the splitter are one contract
+(how a flat row becomes encodings, which ML-Agents' parameter order relies on); the attention
+parts already live in ``attention.py`` and goal conditioning in ``conditioning.py``.
 """
 from __future__ import annotations
 

@@ -49,6 +49,10 @@ with PPO (observations, the behaviour's actions and log-probs, stored memories, 
 normalisation) are ``ppo/batch.py``'s. What stays here is the one update, ``prepare`` then
 ``optimise``, beside the state they share (normaliser, the two critic-memory carries,
 schedules).
+
+Size (about 420 lines): ``update()`` (prepare then optimise, in the paper's order) and the
+critic's group rows stay here; the row building shared with PPO is in ``ppo/batch.py`` and the
+group-critic helpers in ``critic_rows.py``, so what is left reads as one algorithm.
 """
 from __future__ import annotations
 

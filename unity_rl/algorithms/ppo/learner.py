@@ -60,6 +60,10 @@ from trajectories (observations, the behaviour's actions and log-probs, stored m
 advantage normalisation); ``memory.py`` the memory half of ``prepare``. What stays here is the
 one update, ``prepare`` (values, GAE) then ``optimise`` (the epochs), beside the state they
 share (normaliser, critic-memory carry, schedules).
+
+Size (about 410 lines): ``prepare`` and ``optimise`` are the paper's update top to bottom;
+the memory half is in ``memory.py``, the shared rows in ``batch.py`` and the losses in
+``losses.py``; what stays is the update itself, its checkpoints and its weights.
 """
 from __future__ import annotations
 
