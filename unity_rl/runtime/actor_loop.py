@@ -5,10 +5,10 @@ weights, then collects until told to stop. In the sync wiring
 (``ActorSpec.wait_for_new_weights``) it waits after each rollout for a publication newer than
 the one it used; in the async wiring it only picks up whatever weights have arrived (several
 queued: only the newest is loaded). A ``Control`` (``ToActor.CONTROL``) is applied between
-collections, in its order among the weights; while one has paused the actor (async flow control,
-``Control.paused``) it starts no collection and only takes commands until resumed. Any exception is sent back as
-``FromActor.ERROR`` (with the traceback text); the builds are closed in ``finally`` whatever
-happens. Every wait is sliced (``WAIT_SLICE_S``): between slices the actor beats its heartbeat
+collections, in its order among the weights; while one has paused the actor (async flow
+control, ``Control.paused``) it starts no collection and only takes commands until resumed.
+Any exception is sent back as ``FromActor.ERROR`` (with the traceback text); the builds are
+closed in ``finally`` whatever happens. Every wait is sliced (``WAIT_SLICE_S``): between slices the actor beats its heartbeat
 and stops when asked or when the learner has gone, so a killed trainer leaves no orphans.
 """
 from __future__ import annotations
