@@ -82,6 +82,21 @@ def actor_loop(spec: ActorSpec, inbox: Inbox, outbox: Outbox,
             return
         raise ValueError(f"unknown command {command.kind!r}")
 
+    def apply_pending(first: Command | None = None) -> None:
+        """``first`` and whatever else has arrived, in order; of several queued weights only
+        the newest is loaded."""
+        newest = None
+        command = first if first is not None else next_command(block=False)
+        while command is not None:
+            if command.kind is ToActor.WEIGHTS:
+                if newest is None or command.weights.version >= newest.weights.version:
+                    newest = command
+            else:
+                apply(command)
+            command = next_command(block=False)
+        if newest is not None:
+            apply(newest)
+
     try:
         info = actor.start()
         outbox.put(Report(FromActor.READY, spec.actor_id, info))
@@ -89,7 +104,7 @@ def actor_loop(spec: ActorSpec, inbox: Inbox, outbox: Outbox,
             apply(next_command(block=True))
         while True:
             while actor.paused:  # async flow control: the learner owes too much training
-                apply(next_command(block=True))
+                apply_pending(next_command(block=True))
             used = actor.publication
             rollout = actor.collect(on_step)
             if rollout is None:
@@ -98,15 +113,7 @@ def actor_loop(spec: ActorSpec, inbox: Inbox, outbox: Outbox,
             # Sync: block until newer weights. Async: take whatever has arrived, newest last.
             while spec.wait_for_new_weights and actor.publication <= used:
                 apply(next_command(block=True))
-            newest = None  # several versions may be queued: load only the newest
-            while (command := next_command(block=False)) is not None:
-                if command.kind is ToActor.WEIGHTS:
-                    if newest is None or command.weights.version >= newest.weights.version:
-                        newest = command
-                else:
-                    apply(command)
-            if newest is not None:
-                apply(newest)
+            apply_pending()
     except _Stop:
         pass
     except Exception as err:  # report every failure to the learner, then exit
