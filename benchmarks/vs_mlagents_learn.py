@@ -413,7 +413,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
 
     exe = Path(args.mlagents_venv) / "bin" / "mlagents-learn"
-    if not exe.exists():
+    if "mlagents-learn" in args.tools and not exe.exists():
         install = args.configs_dir.resolve().parent / "install.sh"
         sys.exit(f"mlagents-learn not found at {exe}. Make it (about a minute) with:\n"
                  f"    bash {install} {Path(args.mlagents_venv).parent}\n"

@@ -271,16 +271,34 @@ def _actor_process_main(spec: ActorSpec, inbox, results, heartbeat, stop_flag, t
     def beat() -> None:
         heartbeat.value = time.monotonic()
 
-    actor_loop(spec, inbox, results, heartbeat=beat,
-               learner_alive=(parent.is_alive if parent is not None else (lambda: True)),
-               stop_requested=lambda: stop_flag.value != 0)
-    # The builds are closed. Flush the reports into the pipe, then skip the interpreter's
-    # teardown: torch's takes 1-2 s on a small machine, and stop() waits for it.
-    results.close()
-    results.join_thread()
+    learner_alive = parent.is_alive if parent is not None else (lambda: True)
+    code = 0
+    try:
+        actor_loop(spec, inbox, results, heartbeat=beat, learner_alive=learner_alive,
+                   stop_requested=lambda: stop_flag.value != 0)
+    except SystemExit as sigterm:  # the trainer died, or stop() stopped waiting
+        code = sigterm.code if isinstance(sigterm.code, int) else 1
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the builds are closed: nothing left to save
+    # The builds are closed. Skip the interpreter's teardown: torch's takes 1-2 s on a small
+    # machine, and stop() waits for it.
+    _close_reports(results, reader_gone=code != 0 or not learner_alive())
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)
+    os._exit(code)
+
+
+def _close_reports(results, reader_gone: bool) -> None:
+    """Flushes the reports still queued into the pipe, unless nobody will read them.
+
+    A report larger than the pipe's buffer blocks the queue's feeder thread until the trainer
+    reads it; with the trainer gone, joining that thread would hang the actor (and its builds'
+    pipes) forever, so then the queued reports are dropped instead.
+    """
+    if reader_gone:
+        results.cancel_join_thread()
+    results.close()
+    if not reader_gone:
+        results.join_thread()
 
 
 def _exit_on_sigterm(signum, frame) -> None:
