@@ -30,13 +30,15 @@ BUILD = REPO / "unity_builds" / "SoccerTwos.x86_64"
 RESULTS = REPO / "benchmarks" / "results"
 
 
-def config(steps: int, seed: int, port: int, agents: int, vs_scripted: bool = False):
+def config(steps: int, seed: int, port: int, agents: int, vs_scripted: bool = False,
+           skill: float = 1.0):
     from unity_rl.config import FrozenMap, apply_overrides, load_config
 
     cfg = apply_overrides(load_config(CONFIG), env=str(BUILD), base_port=port, num_envs=1,
                           num_actors=1, mode="sync", seed=seed, no_graphics=True,
                           env_args=("--standin-agents", str(agents), *(
-                              ("--standin-scripted-team", "1") if vs_scripted else ())))
+                              ("--standin-scripted-team", "1", "--standin-scripted-skill", str(skill))
+                              if vs_scripted else ())))
     [(name, b)] = cfg.behaviors.items()
     scale = steps / b.max_steps * 50  # Unity's 50M steps -> ours, schedules alike (x50)
     sp = dataclasses.replace(b.self_play, save_steps=max(1, int(b.self_play.save_steps * scale)),
@@ -60,14 +62,16 @@ def elo_series(run_dir: Path) -> list[tuple[int, float]]:
     return [(int(e.step), float(e.value)) for e in events.Scalars("Self-play/ELO")]
 
 
-def play(module, games: int, port: int, seed: int) -> dict:
-    """Team 0 plays ``module`` against the scripted team 1 until ``games`` games ended."""
+def play(module, games: int, port: int, seed: int, skill: float = 1.0) -> dict:
+    """Team 0 plays ``module`` against the scripted team 1 (following its script with
+    probability ``skill`` at each step) until ``games`` games ended."""
     import torch
     from mlagents_envs.base_env import ActionTuple
     from mlagents_envs.environment import UnityEnvironment
 
     env = UnityEnvironment(str(BUILD), base_port=port, no_graphics=True, seed=seed,
-                           additional_args=["--standin-scripted-team", "1"])
+                           additional_args=["--standin-scripted-team", "1",
+                                            "--standin-scripted-skill", str(skill)])
     wins = losses = draws = 0
     try:
         env.reset()
@@ -126,6 +130,9 @@ def main(argv=None) -> None:
     ap.add_argument("--train-vs-scripted", action="store_true",
                     help="a learnability check: team 0 trains against the scripted team 1 "
                          "(no team change) instead of against its snapshots")
+    ap.add_argument("--scripted-skill", type=float, default=1.0,
+                    help="the scripted team follows its script with this probability at each "
+                         "academy step, else acts at random (--standin-scripted-skill)")
     ap.add_argument("--reuse", action="store_true",
                     help="skip training: play the policies of the run already in --run-dir")
     args = ap.parse_args(argv)
@@ -137,7 +144,7 @@ def main(argv=None) -> None:
     t0 = time.time()
     if not args.reuse:
         train(config(args.steps, args.seed, args.base_port, args.agents,
-                     args.train_vs_scripted), args.run_dir,
+                     args.train_vs_scripted, args.scripted_skill), args.run_dir,
               resume=False, console=False)
         report["train_seconds"] = round(time.time() - t0, 1)
     elos = elo_series(args.run_dir)
@@ -145,11 +152,12 @@ def main(argv=None) -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1))
     final_pt = args.run_dir / "SoccerTwos.pt"
+    report["scripted_skill"] = args.scripted_skill
     report["initial_vs_scripted"] = play(initial_module(args.run_dir, final_pt), args.games,
-                                         args.base_port + 20, args.seed)
+                                         args.base_port + 20, args.seed, args.scripted_skill)
     args.out.write_text(json.dumps(report, indent=1))
     report["trained_vs_scripted"] = play(load_policy(final_pt).module, args.games,
-                                         args.base_port + 40, args.seed)
+                                         args.base_port + 40, args.seed, args.scripted_skill)
     args.out.write_text(json.dumps(report, indent=1))
     print(f"ELO: {elos[0][1]:.1f} at {elos[0][0]} -> {elos[-1][1]:.1f} at {elos[-1][0]} "
           f"agent-steps ({report.get('train_seconds', 'reused run')} s)")

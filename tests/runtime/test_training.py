@@ -159,7 +159,9 @@ def test_sigkilled_trainer_leaves_no_processes_and_resumes(tmp_path, free_base_p
             time.sleep(0.5)
         tree = _tree(proc.pid)
         proc.kill()
-        proc.communicate(timeout=30)
+        # its orphans close their builds before the pipes they inherited reach EOF (on a loaded
+        # 2-core machine that can take tens of seconds; they must still all be gone, below)
+        proc.communicate(timeout=90)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -58,6 +58,8 @@ def test_gridworld_tinted_flag_and_scene_choice():
     ["--standin-nonsense", "1"],
     ["--standin-max-step"],
     ["--standin-step-delay", "-1"],
+    ["--standin-scripted-skill", "1.5"],
+    ["--standin-scripted-skill", "-0.1"],
 ])
 def test_malformed_standin_options_are_errors(argv):
     with pytest.raises(OptionError):

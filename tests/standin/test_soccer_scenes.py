@@ -54,8 +54,9 @@ def test_strikers_vs_goalie_spec_through_unity_environment(open_env):
     assert np.allclose(goalie_step.reward, 5 / MAX_ENV_STEPS)
 
 
-def _academy(scene: str, scripted: int | None = None) -> Academy:
-    return Academy(SCENES[scene], PlayerOptions(scripted_team=scripted), seed=3)
+def _academy(scene: str, scripted: int | None = None, skill: float = 1.0) -> Academy:
+    return Academy(SCENES[scene], PlayerOptions(scripted_team=scripted, scripted_skill=skill),
+                   seed=3)
 
 
 def _play(academy: Academy, steps: int):
@@ -97,3 +98,12 @@ def test_scripted_team_scores_against_idle_agents():
     idle = _academy("SoccerTwos")
     _play(idle, 3000)
     assert idle.groups[0].model.goals.sum() < goals[1]
+
+
+def test_a_less_skilled_scripted_team_scores_less():
+    goals = {}
+    for skill in (1.0, 0.2):
+        academy = _academy("SoccerTwos", scripted=1, skill=skill)
+        _play(academy, 3000)
+        goals[skill] = int(academy.groups[0].model.goals[1])
+    assert goals[0.2] < goals[1.0] / 2, goals

@@ -33,6 +33,9 @@ Stand-in options (all optional; see unity_builds/README.md):
 ``--standin-scripted-team N``      SoccerTwos, StrikersVsGoalie: team N's agents follow a
                                    script (chase the ball, kick it goalward) whatever actions
                                    they receive (they still request decisions)
+``--standin-scripted-skill P``     with --standin-scripted-team: each academy step a scripted
+                                   agent follows its script with probability P (default 1),
+                                   else acts at random (a weaker opponent)
 =================================  ========================================================
 """
 from __future__ import annotations
@@ -77,6 +80,8 @@ class PlayerOptions:
     (Unity's Behavior Type "Heuristic Only"; for recording demonstrations)."""
     scripted_team: int | None = None
     """SoccerTwos / StrikersVsGoalie: the team whose agents play a scripted opponent."""
+    scripted_skill: float = 1.0
+    """Probability that a scripted agent follows its script at an academy step (else random)."""
     ignored: list[str] = field(default_factory=list)
     """Arguments the player did not recognise (Unity ignores them too)."""
 
@@ -144,6 +149,11 @@ def _set(opts: PlayerOptions, name: str, value: str) -> None:
         opts.spec = value
     elif name == "scripted-team":
         opts.scripted_team = _int("--standin-scripted-team", value, 0)
+    elif name == "scripted-skill":
+        opts.scripted_skill = _float("--standin-scripted-skill", value, 0.0)
+        if opts.scripted_skill > 1.0:
+            raise OptionError(f"--standin-scripted-skill expects a probability in [0, 1], "
+                              f"got {value}")
     elif name == "connect-timeout":
         opts.connect_timeout = _float("--standin-connect-timeout", value, 0.0)
     else:

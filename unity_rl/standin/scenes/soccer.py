@@ -30,7 +30,9 @@ Unity's per-team tag lists amount to):
 
 ``--standin-scripted-team N``: team N's agents ignore their actions and follow a script (walk
 to the point behind the ball on the line to the goal they attack, then through the ball): a
-fixed opponent against which a trained policy can be measured. Deviations from Unity: a flat 2-D
+fixed opponent against which a trained policy can be measured. ``--standin-scripted-skill P``
+weakens it: each academy step a scripted agent follows the script with probability P (default
+1) and takes a uniformly random action otherwise. Deviations from Unity: a flat 2-D
 field, box-shaped bodies for the ray caster, a small field so that goals come quickly.
 """
 from __future__ import annotations
@@ -93,6 +95,7 @@ class SoccerModel:
         self.group_id = (2 * self.field + self.team + 1).astype(np.int64)
         self.group_reward = np.zeros(n, np.float32)
         self.scripted = getattr(opts, "scripted_team", None)
+        self.skill = getattr(opts, "scripted_skill", 1.0)
         self.pos = np.zeros((n, 2))
         self.heading = np.zeros(n)
         self.ball = np.zeros((self.fields, 2))
@@ -196,6 +199,9 @@ class SoccerModel:
         out = np.zeros((len(idx), 3), np.int64)
         out[:, 0] = np.where(np.abs(diff) < 0.6, 1, 0)
         out[:, 2] = np.where(diff > 0.05, 2, np.where(diff < -0.05, 1, 0))
+        if self.skill < 1.0:  # a weaker opponent: a random action instead, now and then
+            wander = self.rng.random(len(idx)) >= self.skill
+            out[wander] = self.rng.integers(0, 3, (int(wander.sum()), 3))
         return out
 
     def physics_step(self) -> None:
