@@ -250,3 +250,32 @@ def test_host_waits_for_a_batch_then_pays_ml_agents_updates_and_folds_the_normal
     assert host.ready()
     metrics = host.train(sync=True)
     assert learner.updates == math.ceil(40 / 4) - 1 == metrics["Policy/Updates"]
+
+
+def test_a_camera_update_hands_adam_gradients_laid_out_as_their_parameters():
+    """The policy's gradients come from ``autograd.grad``, which skips the layout contract
+    ``backward()`` keeps; conv weights trained on channels-last images then got channels-last
+    gradients, which CUDA's fused Adam refuses ("same dtype, device, and layout")."""
+    rng = np.random.default_rng(5)
+    shapes = [(3, 36, 36), (2,)]
+    n = 16
+    obs = rng.uniform(0, 1, (n, 3 * 36 * 36 + 2)).astype(np.float32)
+    batch = TransitionBatch(obs, rng.integers(0, 3, (n, 1)).astype(np.float32),
+                            rng.normal(size=n).astype(np.float32), obs,
+                            np.zeros(n, np.float32), np.ones((n, 3), np.uint8))
+    learner = SACLearner(shapes, spec(0, (3,)), SACConfig(batch_size=n),
+                         NetworkConfig(hidden_units=16, num_layers=1, vis_encode_type="simple"),
+                         seed=0)
+    seen = []
+    original = learner.optimizer.step
+
+    def step(*args, **kwargs):
+        seen.extend((p.shape, p.stride(), p.grad.stride()) for group in learner.optimizer.param_groups
+                    for p in group["params"] if p.grad is not None)
+        return original(*args, **kwargs)
+
+    learner.optimizer.step = step
+    learner.update(batch)
+    convs = [s for s in seen if len(s[0]) == 4]
+    assert convs, "no conv weight was trained"
+    assert all(param == grad for _, param, grad in seen), [s for s in seen if s[1] != s[2]]

@@ -214,7 +214,11 @@ class SACLearner:
         policy_grads = torch.autograd.grad(policy_loss, self.policy_params)
         (q1_loss + q2_loss + value_loss + entropy_loss).backward()
         for param, grad in zip(self.policy_params, policy_grads):
-            param.grad = grad
+            # autograd.grad skips backward()'s layout contract: a conv weight trained on
+            # channels-last images gets a channels-last gradient, which fused Adam on CUDA
+            # refuses; lay it out as its parameter
+            param.grad = grad if grad.stride() == param.stride() else \
+                torch.empty_like(param).copy_(grad)
         self.optimizer.step()
         soft_update(self.critic, self.target_critic, cfg.tau)
         self.updates += 1
