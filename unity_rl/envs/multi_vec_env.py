@@ -31,6 +31,7 @@ from gymnasium.vector import AutoresetMode
 from unity_rl.envs.agent_stream import AgentStream
 from unity_rl.envs.behavior import ALL_BEHAVIORS, OtherBehaviors, OtherBehaviorsMode
 from unity_rl.envs.build_set import BuildOutput
+from unity_rl.envs.closing import ClosesBuilds
 from unity_rl.envs.launcher import RestartQuota
 from unity_rl.envs.settings import LaunchSettings
 from unity_rl.envs.slots import (
@@ -47,7 +48,7 @@ _USE_STEP_ALL = ("MultiBehaviorVecEnv steps each behavior's slots in lock-step; 
                  "timing and agent set.")
 
 
-class MultiBehaviorVecEnv:
+class MultiBehaviorVecEnv(ClosesBuilds):
     """All selected behaviors of ``num_builds`` builds; one slot per agent per behavior."""
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP}
@@ -216,12 +217,3 @@ class MultiBehaviorVecEnv:
             self._closed = True
             self.builds.close()
 
-    def __enter__(self) -> "MultiBehaviorVecEnv":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self):
-        if not getattr(self, "_closed", True):
-            self.close()

@@ -71,6 +71,7 @@ from unity_rl.envs.behavior import (
     to_action_tuple,
 )
 from unity_rl.envs.build_set import BuildOutput
+from unity_rl.envs.closing import ClosesBuilds
 from unity_rl.envs.slots import DecisionTimingError
 from unity_rl.envs.types import AgentKey
 
@@ -84,7 +85,7 @@ _USE_STREAM = ("The PettingZoo view needs the live agents of a behavior in one b
                "each agent's own timing.")
 
 
-class UnityParallelEnv(ParallelEnv):
+class UnityParallelEnv(ClosesBuilds, ParallelEnv):
     """PettingZoo ``ParallelEnv`` over the agents of an ``AgentStream``; see the module doc."""
 
     metadata = {"name": "unity_rl_parallel_v0", "render_modes": [], "is_parallelizable": True}
@@ -233,12 +234,6 @@ class UnityParallelEnv(ParallelEnv):
         if not getattr(self, "_closed", True):
             self._closed = True
             self.stream.close()
-
-    def __enter__(self) -> "UnityParallelEnv":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     # -- internals ---------------------------------------------------------------------------
     def _check_open(self) -> None:

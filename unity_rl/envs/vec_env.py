@@ -31,6 +31,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 
 from unity_rl.envs.behavior import OtherBehaviors, OtherBehaviorsMode, select_behavior
 from unity_rl.envs.build_set import BuildOutput, BuildSet
+from unity_rl.envs.closing import ClosesBuilds
 from unity_rl.envs.launcher import RestartQuota
 from unity_rl.envs.settings import DEFAULTS, LaunchSettings
 from unity_rl.envs.slots import (
@@ -45,7 +46,7 @@ __all__ = ["AgentSetChangedError", "DecisionTimingError", "UnityVecEnv"]
 _USE_STREAM = USE_STREAM
 
 
-class UnityVecEnv(VectorEnv):
+class UnityVecEnv(ClosesBuilds, VectorEnv):
     """Every agent of the chosen behavior in ``num_builds`` builds is one slot."""
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP}
@@ -156,12 +157,3 @@ class UnityVecEnv(VectorEnv):
             self._closed = True
             self.builds.close()
 
-    def __enter__(self) -> "UnityVecEnv":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self):
-        if not getattr(self, "_closed", True):
-            self.close()
