@@ -47,6 +47,7 @@ from torch import nn
 from unity_rl.algorithms.attention import (EntityEmbedding, LinearEncoder, ResidualSelfAttention,
                                            attention_gain, exporting, get_zero_entities_mask,
                                            trim_padding)
+from unity_rl.algorithms.image_layout import channels_last
 from unity_rl.algorithms.network_config import VISUAL_ENCODERS
 from unity_rl.algorithms.nets import Swish  # noqa: F401 (re-exported: its historical home)
 from unity_rl.algorithms.normalizer import RunningNormalizer
@@ -203,19 +204,6 @@ def visual_encoder(vis_encode_type: str, shape: Sequence[int], h_size: int,
                          f"{vis_encode_type!r}; choose an encoder with a smaller minimum "
                          f"({', '.join(f'{k}: {v}' for k, v in MIN_RESOLUTION.items())})")
     return load_attribute(VISUAL_ENCODERS[vis_encode_type][0])(height, width, channels, h_size)
-
-
-def channels_last(images: torch.Tensor) -> torch.Tensor:
-    """While gradients are recorded (a learner's minibatch), NCHW images stored channels-last
-    (NHWC in memory, the same NCHW tensor logically): the convolutions of the encoders that say
-    ``channels_last`` (``simple``, ``nature_cnn``, ``resnet``; not ``match3``'s small boards)
-    train faster on it even counting the conversion (``benchmarks/visual_encoder_speed.py``).
-    Without gradients (an actor's decision, value estimates) the conversion costs more than it
-    saves, so the images stay as they are; so they do while ``torch.onnx`` traces (the export
-    keeps its NCHW graph). Values are unchanged; sums may differ in the last bits."""
-    if exporting() or not torch.is_grad_enabled():
-        return images
-    return images.contiguous(memory_format=torch.channels_last)
 
 
 class ObservationLayout:

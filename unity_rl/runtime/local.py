@@ -47,6 +47,7 @@ import psutil
 from unity_rl.runtime import messages
 from unity_rl.runtime.actor_spec import ActorSpec
 from unity_rl.runtime.actor_loop import actor_loop
+from unity_rl.runtime.allocator import keep_freed_memory
 from unity_rl.runtime.backend import (TAG_ENV, kill_tagged_processes, limit_torch_threads,
                                       lower_priority)
 from unity_rl.runtime.supervisor import ActorSupervisor, Event, Phase, Slot
@@ -265,6 +266,7 @@ def _actor_process_main(spec: ActorSpec, inbox, results, heartbeat, stop_flag, t
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     _die_with_parent()
     limit_torch_threads(spec.torch_threads)
+    keep_freed_memory()
     lower_priority(spec.niceness)
     parent = mp.parent_process()
 

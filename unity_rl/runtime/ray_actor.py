@@ -20,6 +20,7 @@ import ray
 from unity_rl.runtime import messages
 from unity_rl.runtime.actor_spec import ActorSpec
 from unity_rl.runtime.actor_loop import actor_loop
+from unity_rl.runtime.allocator import keep_freed_memory
 from unity_rl.runtime.backend import (TAG_ENV, kill_tagged_processes, limit_torch_threads,
                                       lower_priority)
 from unity_rl.runtime.messages import Command, Report, ToActor
@@ -43,6 +44,7 @@ class ActorHost:
         self.spec = spec
         os.environ[TAG_ENV] = tag  # inherited by the builds this process launches
         limit_torch_threads(spec.torch_threads)
+        keep_freed_memory()
         lower_priority(spec.niceness)
         self._inbox: queue.Queue[Command] = queue.Queue()
         self._outbox: queue.Queue[Report] = queue.Queue()

@@ -58,6 +58,7 @@ import torch
 from unity_rl.checkpoint import CheckpointManager
 from unity_rl.config import ConfigError, RunConfig
 from unity_rl.interrupts import sigterm_raises
+from unity_rl.runtime.allocator import keep_freed_memory
 from unity_rl.runtime.backend import ActorBackend
 from unity_rl.runtime.messages import ActorFailedError
 from unity_rl.runtime.process_state import seed_everything, shielded
@@ -92,6 +93,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
     seed = int(state["seed"]) if state else resolve_seed(cfg)
     seed_everything(seed)
     torch.set_num_threads(cfg.unity_rl.torch_threads)  # the host owns process-wide torch state
+    keep_freed_memory()  # and the allocator's: buffers of camera rows reuse freed memory
     ck = cfg.checkpoint_settings  # lessons come back with --resume only (mlagents-learn's)
     curricula = restore_curricula(cfg, seed, initial if ck.inference and ck.resume else state)
     run = TrainingSession(cfg, run_dir, checkpoints, state, seed, algorithms, default, initial,

@@ -66,6 +66,7 @@ import numpy as np
 import torch
 
 from unity_rl.algorithms.encoders import ObservationLayout, ObsShapesLike
+from unity_rl.algorithms.image_layout import MinibatchWorkspace, converted_once
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.nets import seeded_init
 from unity_rl.algorithms.poca.config import POCAConfig
@@ -161,6 +162,8 @@ class POCALearner:
             list(self.model.parameters()) + list(self.critic.parameters()), lr=cfg.learning_rate)
         self.sequence_length = network_cfg.sequence_length
         """L: steps per training sequence (1 without memory)."""
+        self.workspace = MinibatchWorkspace()
+        """Minibatch buffers kept from one minibatch to the next (``image_layout``)."""
         self.value_memory: torch.Tensor | None = None
         self.baseline_memory: torch.Tensor | None = None
         """The value / baseline memories the last trajectory left ([1, memory_size]; None:
@@ -345,15 +348,17 @@ class POCALearner:
                     u = self._tensor(units, torch.int64)
                     actor_mem = batch.memories[u]
                     value_mem, baseline_mem = batch.value_memories[u], batch.baseline_memories[u]
-                obs, mates_obs = batch.obs[idx], batch.mates_obs[idx]  # gathered once each
-                dist = self.model.distribution(obs,
-                                               None if batch.masks is None else batch.masks[idx],
-                                               actor_mem, L)
+                # gathered once each (camera rows are large), cameras copied channels-last once
+                obs = self.workspace.rows("obs", batch.obs, idx)
+                mates_obs = self.workspace.rows("mates_obs", batch.mates_obs, idx)
+                with converted_once(self.workspace):
+                    dist = self.model.distribution(
+                        obs, None if batch.masks is None else batch.masks[idx], actor_mem, L)
+                    values = self.critic.value(obs, mates_obs, value_mem, L)
+                    baselines = self.critic.baseline(obs, mates_obs, batch.mates_actions[idx],
+                                                     baseline_mem, L)
                 newlogprob = dist.log_prob(batch.actions[idx])
                 entropy = dist.entropy()
-                values = self.critic.value(obs, mates_obs, value_mem, L)
-                baselines = self.critic.baseline(obs, mates_obs, batch.mates_actions[idx],
-                                                 baseline_mem, L)
                 returns = batch.returns[idx]
                 pg_loss = clipped_surrogate_loss(newlogprob, batch.logprobs[idx],
                                                  batch.advantages[idx], epsilon, mask)

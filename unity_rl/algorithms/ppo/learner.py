@@ -76,6 +76,7 @@ import torch
 from unity_rl.algorithms.distributions import DiagGaussian, HybridDistribution, MaskedMultiCategorical
 from unity_rl.algorithms.encoders import ObservationLayout, ObsShapesLike
 from unity_rl.algorithms.gae import compute_gae
+from unity_rl.algorithms.image_layout import MinibatchWorkspace, converted_once
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.nets import seeded_init
 from unity_rl.algorithms.ppo.config import PPOConfig
@@ -145,6 +146,8 @@ class PPOLearner:
                                           fused=self.device.type in ("cpu", "cuda"))
         self.sequence_length = network_cfg.sequence_length
         """L: steps per training sequence (1 without memory)."""
+        self.workspace = MinibatchWorkspace()
+        """Minibatch buffers kept from one minibatch to the next (``image_layout``)."""
         self.critic_memory: torch.Tensor | None = None
         """The critic memory the last non-terminated trajectory left ([1, memory_size]; None:
         zeros), ML-Agents' ``critic_memory_dict[""]`` (module doc)."""
@@ -357,13 +360,15 @@ class PPOLearner:
                 if batch.memories is not None:
                     units = self._tensor(mb_units, torch.int64)
                     actor_memory, critic_memory = batch.memories[units], batch.critic_memories[units]
-                mb_obs = b_obs[mb_inds]  # gathered once: camera rows are large
-                dist = self.model.distribution(mb_obs,
-                                               None if b_masks is None else b_masks[mb_inds],
-                                               actor_memory, L)
+                # gathered once (camera rows are large), cameras copied channels-last once
+                mb_obs = self.workspace.rows("obs", b_obs, mb_inds)
+                with converted_once(self.workspace):
+                    dist = self.model.distribution(mb_obs,
+                                                   None if b_masks is None else b_masks[mb_inds],
+                                                   actor_memory, L)
+                    newvalue = self.model.get_value(mb_obs, critic_memory, L)  # [mb, heads]
                 newlogprob = dist.log_prob(b_actions[mb_inds])  # [mb, K]
                 entropy = dist.entropy()
-                newvalue = self.model.get_value(mb_obs, critic_memory, L)  # [mb, heads]
 
                 logratio = newlogprob - b_logprobs[mb_inds]
                 ratio = logratio.exp()

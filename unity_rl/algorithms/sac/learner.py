@@ -48,6 +48,7 @@ import torch
 from torch import nn
 
 from unity_rl.algorithms.encoders import ObservationLayout, ObsShapesLike
+from unity_rl.algorithms.image_layout import MinibatchWorkspace, converted_once
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.nets import seeded_init
 from unity_rl.algorithms.offpolicy.learner import UpdateResult
@@ -133,6 +134,8 @@ class SACLearner:
         self.sequence_length = network.sequence_length
         """L: rows per training sequence (1 without memory)."""
         self.updates = 0
+        self.workspace = MinibatchWorkspace()
+        """Camera buffers kept from one minibatch to the next (``image_layout``)."""
         """Gradient updates done; also the weights' version."""
         self.agent_steps = 0
         """The behavior's collected agent-steps (set by the host: the learning-rate schedule)."""
@@ -169,17 +172,19 @@ class SACLearner:
             q_memory = torch.zeros_like(critic_memory)
             loss_mask = self._tensor(batch.loss_mask)
 
-        # A fresh action ã ~ π(·|s) and its log-probabilities.
-        gaussian, categorical = self.policy(obs, masks, actor_memory, L)
-        sampled, cont_log_probs = (gaussian.rsample(self.generator) if gaussian is not None
-                                   else (None, None))
-        values = {k: v.squeeze(-1) for k, v in self.critic(obs, None, critic_memory, L).items()}
-        q1p = {k: v.squeeze(-1) for k, v in self.q1(obs, sampled, q_memory, L).items()}
-        with torch.no_grad():
-            q2p = {k: v.squeeze(-1) for k, v in self.q2(obs, sampled, q_memory, L).items()}
-        cont_actions = actions[:, :c] if c else None
-        q1 = {k: v.squeeze(-1) for k, v in self.q1(obs, cont_actions, q_memory, L).items()}
-        q2 = {k: v.squeeze(-1) for k, v in self.q2(obs, cont_actions, q_memory, L).items()}
+        # A fresh action ã ~ π(·|s) and its log-probabilities; the four networks read one
+        # channels-last copy of the minibatch's cameras.
+        with converted_once(self.workspace):
+            gaussian, categorical = self.policy(obs, masks, actor_memory, L)
+            sampled, cont_log_probs = (gaussian.rsample(self.generator) if gaussian is not None
+                                       else (None, None))
+            values = {k: v.squeeze(-1) for k, v in self.critic(obs, None, critic_memory, L).items()}
+            q1p = {k: v.squeeze(-1) for k, v in self.q1(obs, sampled, q_memory, L).items()}
+            with torch.no_grad():
+                q2p = {k: v.squeeze(-1) for k, v in self.q2(obs, sampled, q_memory, L).items()}
+            cont_actions = actions[:, :c] if c else None
+            q1 = {k: v.squeeze(-1) for k, v in self.q1(obs, cont_actions, q_memory, L).items()}
+            q2 = {k: v.squeeze(-1) for k, v in self.q2(obs, cont_actions, q_memory, L).items()}
         if categorical is not None:
             taken = actions[:, c:].long()
             q1 = {k: taken_q(v, taken, categorical) for k, v in q1.items()}
