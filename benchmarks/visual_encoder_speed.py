@@ -12,7 +12,8 @@ Unity's examples (Visual3DBall's 4 stacked 84×84 RGB frames; Match3's 8×8 boar
 - **act**: forward of ``--agents`` images without gradients (an actor's decision).
 
 The images arrive NCHW-contiguous (as the flat observation rows hold them), so the channels-last
-timings include converting them (``encoders.channels_last``), as the learners and actors do.
+timings include converting them (``image_layout.channels_last``; a learner converts once per
+minibatch for all its networks, into a kept buffer), as the learners do.
 
 Both layouts start from the same weights and inputs; the table shows the median milliseconds and
 the ratio, and the largest difference of their outputs (the layouts sum in different orders).
