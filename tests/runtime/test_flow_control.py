@@ -149,5 +149,8 @@ def test_async_apex_run_keeps_its_replay_ratio_within_the_bound(tmp_path, free_b
     result = train(cfg, tmp_path / "run", resume=False, console=False)
     state = check_run(tmp_path / "run", result, cfg)["state"]
     owed = int((result.agent_steps - hp.warmup_steps) * hp.replay_ratio)
-    in_flight = 2 * 16 * hp.replay_ratio + 16 * hp.replay_ratio  # a rollout per actor + a round
-    assert state["updates"] >= owed - 40 - in_flight
+    # The bound is soft: rollouts collected while the learner trains one call (up to 200
+    # updates), before the pause reaches the actors, still count; with 16-step segments on a
+    # fast build that was up to ~600 updates (14% of the run) on a loaded machine. Without the
+    # bound the same run realised 624 of 12,136 owed updates (5%).
+    assert state["updates"] >= 0.75 * owed, (state["updates"], owed)
