@@ -98,3 +98,33 @@ def test_ppo_update_with_a_learned_signal_lands_on_mlagents_weights(signal_name)
             assert moved == 0
         np.testing.assert_allclose(signal_after[name].numpy(), expected.numpy(), rtol=0,
                                    atol=2e-6, err_msg=f"{signal_name}: signal {name}")
+
+
+@pytest.mark.parametrize("signal_name", ["curiosity", "rnd"])
+def test_seed_draws_mlagents_initial_actor_signal_and_critic(signal_name):
+    """``PPOLearner(seed=0)`` with a learned signal starts from the networks mlagents-learn
+    draws after ``torch.manual_seed(0)`` (the reference's ``before`` weights): actor, then the
+    signal's networks (its optimizer's ``create_reward_signals``), then the critic."""
+    ref = _load_with_signal(f"ppo_{signal_name}")
+    case = ref["case"]
+    spec = SimpleNamespace(continuous_size=int(case["continuous"]),
+                           discrete_branches=tuple(int(b) for b in case["branches"]))
+    settings = {"curiosity": CuriosityConfig, "rnd": RNDConfig}[signal_name]
+    signal_cfg = settings(signal_name, gamma=float(case["signal_gamma"]),
+                          strength=float(case["strength"]), learning_rate=float(case["signal_lr"]),
+                          network_settings=NetworkConfig(hidden_units=int(case["signal_hidden"]),
+                                                         num_layers=int(case["signal_layers"])))
+    learner = PPOLearner([tuple(int(d) for d in case["obs_shape0"])], spec, PPOConfig(),
+                         NetworkConfig(normalize=False, hidden_units=int(case["hidden"]),
+                                       num_layers=int(case["layers"])),
+                         seed=0, reward_signals=(
+                             RewardSignalConfig("extrinsic", gamma=float(case["gamma"])),
+                             signal_cfg))
+    ours = learner.model.state_dict()
+    for key, expected in ref["before"].items():
+        np.testing.assert_array_equal(ours[_our_key(learner, key)].numpy(), expected,
+                                      err_msg=f"{signal_name}: policy {key}")
+    signal = learner.reward_signals[1].modules.state_dict()
+    for name, expected in _signal_state(ref["signal_before"], "").items():
+        np.testing.assert_array_equal(signal[name].numpy(), expected.numpy(),
+                                      err_msg=f"{signal_name}: signal {name}")

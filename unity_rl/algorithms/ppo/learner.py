@@ -128,14 +128,21 @@ class PPOLearner:
         self.obs_shapes = self.layout.obs_shapes
         self.obs_dim = self.layout.obs_dim
         self.device = torch.device(device)
-        with seeded_init(seed):  # seed-reproducible init without touching torch's global RNG
+        signals: list = []
+
+        def build_signals() -> None:
+            signals.extend(make_reward_signals(reward_signals, self.obs_shapes, action_spec,
+                                               device))
+
+        # One seeded stream in mlagents-learn's order (actor, reward-signal networks, critic),
+        # so a seed draws its initial networks; torch's global RNG is left as it was.
+        with seeded_init(seed):
             self.model = ActorCritic(self.obs_shapes, action_spec, network_cfg,
                                      value_heads=[c.name for c in reward_signals],
                                      goal_indices=goal_indices,
-                                     shared_critic=ppo_cfg.shared_critic).to(self.device)
-        with seeded_init(None if seed is None else seed + 1):  # the policy's init unchanged
-            self.reward_signals = make_reward_signals(reward_signals, self.obs_shapes,
-                                                      action_spec, device)
+                                     shared_critic=ppo_cfg.shared_critic,
+                                     between=build_signals).to(self.device)
+        self.reward_signals = signals
         """One provider per reward signal, in value-head order; the learned ones train inside
         ``optimise`` (``reward_signals/base.py``)."""
         self.continuous_size = int(getattr(action_spec, "continuous_size", 0))

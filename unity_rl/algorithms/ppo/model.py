@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Callable, Protocol
 
 import torch
 from torch import nn
@@ -148,12 +148,18 @@ class ActorCritic(nn.Module):
     trunk ``critic`` is that encoder, the actor module a ``ConditionalMLP`` (``body``, ``out``).
     ``shared_critic`` (ML-Agents' ``SharedActorCritic``): no critic encoder or trunk; the value
     heads read the actor trunk's encoding.
+
+    ``between()``, when given, runs where mlagents-learn's optimizer builds its reward-signal
+    networks in the draw order: after the actor (with ``shared_critic``, after its value heads
+    too), before the critic (``TorchOptimizer.__init__`` calls ``create_reward_signals`` before
+    ``TorchPPOOptimizer`` builds its ``ValueNetwork``).
     """
 
     def __init__(self, obs_shapes: ObsShapesLike, action_spec: ActionSpecLike,
                  network: NetworkConfig, log_std_init: float = 0.0, activation: str = "swish",
                  weight_init: str = "mlagents", value_heads: Sequence[str] = ("extrinsic",),
-                 goal_indices: Sequence[int] = (), shared_critic: bool = False):
+                 goal_indices: Sequence[int] = (), shared_critic: bool = False,
+                 between: Callable[[], None] | None = None):
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
@@ -198,6 +204,8 @@ class ActorCritic(nn.Module):
             head = mlp(actor_encoder.output_size, hidden, layers,
                        self.continuous_size + sum(self.discrete_branches), out_std=0.01,
                        activation=act, init=weight_init)
+        if between is not None and not self.shared_critic:
+            between()
         if not self.shared_critic:
             self.critic_encoder = ObservationEncoder(obs_shapes, network, goals)
             enc = self.critic_encoder.output_size
@@ -207,6 +215,8 @@ class ActorCritic(nn.Module):
                 self.critic_lstm = lstm_layer(hidden, half)
         self.value_heads = nn.ModuleDict({name: value_head(head_in, weight_init)
                                           for name in value_heads})
+        if between is not None and self.shared_critic:
+            between()
         self.actor_encoder = actor_encoder
         self.head_name = ("actor_logits" if not self.continuous_size else
                           "actor_mean" if not self.discrete_branches else "actor_hybrid")

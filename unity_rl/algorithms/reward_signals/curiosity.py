@@ -48,18 +48,25 @@ class CuriosityReward(LearnedRewardSignal):
     def build(self, obs_shapes: Any, network: NetworkConfig) -> dict[str, nn.Module]:
         h = network.hidden_units
         flat_size = self.continuous_size + sum(self.discrete_branches)
-        modules: dict[str, nn.Module] = {
+        # Drawn in ML-Agents' order (state encoder, inverse model, action predictions, forward
+        # model) so that a seed gives its initial networks; registered in this module's
+        # earlier order, which checkpoints' optimiser states keep.
+        drawn: dict[str, nn.Module] = {
             "state_encoder": body(obs_shapes, network),
             "inverse_model": nn.Sequential(mlagents_init(nn.Linear(2 * h, MODEL_HIDDEN)), Swish()),
-            "forward_model": nn.Sequential(mlagents_init(nn.Linear(h + flat_size, MODEL_HIDDEN)), Swish(),
-                                     mlagents_init(nn.Linear(MODEL_HIDDEN, h), xavier_uniform=True)),
         }
         if self.continuous_size:
-            modules["continuous_prediction"] = mlagents_init(
+            drawn["continuous_prediction"] = mlagents_init(
                 nn.Linear(MODEL_HIDDEN, self.continuous_size), xavier_uniform=True)
         if self.discrete_branches:
-            modules["discrete_prediction"] = mlagents_init(
+            drawn["discrete_prediction"] = mlagents_init(
                 nn.Linear(MODEL_HIDDEN, sum(self.discrete_branches)), xavier_uniform=True)
+        drawn["forward_model"] = nn.Sequential(
+            mlagents_init(nn.Linear(h + flat_size, MODEL_HIDDEN)), Swish(),
+            mlagents_init(nn.Linear(MODEL_HIDDEN, h), xavier_uniform=True))
+        order = ("state_encoder", "inverse_model", "forward_model", "continuous_prediction",
+                 "discrete_prediction")
+        modules = {name: drawn[name] for name in order if name in drawn}
         self.has_updated_once = False
         return modules
 
