@@ -50,7 +50,7 @@ normalisation) are ``ppo/batch.py``'s. What stays here is the one update, ``prep
 ``optimise``, beside the state they share (normaliser, the two critic-memory carries,
 schedules).
 
-Size (about 420 lines): ``update()`` (prepare then optimise, in the paper's order) and the
+Size (about 430 lines): ``update()`` (prepare then optimise, in the paper's order) and the
 critic's group rows stay here; the row building shared with PPO is in ``ppo/batch.py`` and the
 group-critic helpers in ``critic_rows.py``, so what is left reads as one algorithm.
 """
@@ -151,7 +151,7 @@ class POCALearner:
                                      goal_indices=goal_indices, shared_critic=True).to(self.device)
             self.critic = POCACritic(self.obs_shapes, action_spec, network_cfg,
                                      value_heads=heads).to(self.device)
-        with seeded_init(None if seed is None else seed + 1):  # as PPOLearner
+        with seeded_init(None if seed is None else seed + 1):  # not ML-Agents' order (PPO's is)
             self.reward_signals = make_reward_signals(reward_signals, self.obs_shapes,
                                                       action_spec, device)
         """One provider per reward signal, in value-head order; the learned ones (curiosity,
