@@ -131,7 +131,7 @@ def test_switch_raises_a_pyramid_and_pushes_knock_it_over():
     model.cell[0] = pyramid - (0, 1)
     model.heading[0] = 0
     heights = []
-    for push in range(P.PUSHES):
+    for push in range(model.pushes_to_knock):
         model.observe(idx)
         reward, done, _ = model.act(idx, None, np.array([[P.FORWARD]]))
         assert not done[0]
@@ -140,3 +140,21 @@ def test_switch_raises_a_pyramid_and_pushes_knock_it_over():
     gold = model.objects[0, P.GOLD]
     assert np.abs(gold - pyramid).sum() == 1
     assert heights[:-1] == sorted(heights[:-1], reverse=True)
+
+
+def test_pyramid_pushes_option_sets_the_touches_that_knock_it_over():
+    assert parse_args(["--standin-pyramid-pushes", "3"]).pyramid_pushes == 3
+    assert parse_args([]).pyramid_pushes is None
+    academy = Academy(SCENES["Pyramids"], PlayerOptions(agents=(1,), pyramid_pushes=3), seed=2)
+    model = academy.groups[0].model
+    academy.reset()
+    idx = np.array([0])
+    model.objects[0] = -1
+    model.cell[0], model.heading[0] = (5, 5), 0
+    model.switch_on[0] = True
+    model.objects[0, P.PYRAMID] = (5, 6)
+    for push in range(3):
+        assert model.objects[0, P.PYRAMID, 0] >= 0, f"knocked over after {push} pushes"
+        model.observe(idx)
+        model.act(idx, None, np.array([[P.FORWARD]]))
+    assert model.objects[0, P.PYRAMID, 0] == -1 and model.objects[0, P.GOLD, 0] >= 0

@@ -28,6 +28,8 @@ Stand-in options (all optional; see unity_builds/README.md):
                                    Sorter: send the buffer sensor with zero rows only
 ``--standin-gridworld-tinted``     GridWorld: the earlier stand-in shape (camera 3x40x40 only,
                                    target shown by the floor tint, 3x3, period 5, MaxStep 500)
+``--standin-pyramid-pushes N``     Pyramids: touches that knock the pyramid over (default
+                                   PUSHES of the scene)
 ``--standin-heuristic``            Pyramids: act with the scene's built-in heuristic, ignoring
                                    the trainer's actions (Unity's "Heuristic Only")
 ``--standin-scripted-team N``      SoccerTwos, StrikersVsGoalie: team N's agents follow a
@@ -75,6 +77,8 @@ class PlayerOptions:
     all-padding buffer sensor (a policy that never sees the tiles)."""
     gridworld_tinted: bool = False
     """GridWorld: the tinted variant (the stand-in's shape before it matched Unity's scene)."""
+    pyramid_pushes: int | None = None
+    """Pyramids: touches that knock the pyramid over (None: the scene's default)."""
     heuristic: bool = False
     """Pyramids: the agents act with the scene's built-in heuristic whatever actions arrive
     (Unity's Behavior Type "Heuristic Only"; for recording demonstrations)."""
@@ -147,6 +151,8 @@ def _set(opts: PlayerOptions, name: str, value: str) -> None:
         if not value.strip():
             raise OptionError("--standin-spec expects JSON text or a JSON file's path")
         opts.spec = value
+    elif name == "pyramid-pushes":
+        opts.pyramid_pushes = _int("--standin-pyramid-pushes", value, 1)
     elif name == "scripted-team":
         opts.scripted_team = _int("--standin-scripted-team", value, 0)
     elif name == "scripted-skill":

@@ -115,6 +115,9 @@ class PyramidsModel:
         max_step = getattr(opts, "max_step", None)
         self.max_step = MAX_STEP if max_step is None else int(max_step)
         """Agent.MaxStep (``--standin-max-step`` changes it): the step penalty is 1/MaxStep."""
+        pushes = getattr(opts, "pyramid_pushes", None)
+        self.pushes_to_knock = PUSHES if pushes is None else int(pushes)
+        """Touches that knock the pyramid over (``--standin-pyramid-pushes`` changes it)."""
         self.heuristic = bool(getattr(opts, "heuristic", False))
         """``--standin-heuristic``: act with ``heuristic_action``, ignoring the trainer's actions."""
         self.cell = np.zeros((n, 2), np.int64)
@@ -122,7 +125,7 @@ class PyramidsModel:
         self.velocity = np.zeros((n, 3), np.float32)
         self.switch_on = np.zeros(n, bool)
         self.pushes = np.zeros(n, np.int64)
-        """Pushes the pyramid took (PUSHES: knocked over)."""
+        """Pushes the pyramid took (``pushes_to_knock``: knocked over)."""
         self.objects = np.full((n, N_OBJECTS, 2), -1, np.int64)
         """Cell of each object slot (switch, pyramid, gold, stones); -1: absent."""
         self.moved = np.ones(n, bool)
@@ -190,7 +193,7 @@ class PyramidsModel:
 
     def _push(self, i: int) -> None:
         self.pushes[i] += 1
-        if self.pushes[i] < PUSHES:
+        if self.pushes[i] < self.pushes_to_knock:
             return
         where = self.objects[i, PYRAMID].copy()
         self.objects[i, PYRAMID] = -1
@@ -212,7 +215,7 @@ class PyramidsModel:
         objects = self.objects[idx]  # [k, N, 2]
         boxes = np.zeros((k, N_OBJECTS, 6))
         heights = [(0.0, LOW)] * N_OBJECTS
-        pyramid_top = PYRAMID_HEIGHT * (1.0 - self.pushes[idx] / PUSHES)  # lower after a push
+        pyramid_top = PYRAMID_HEIGHT * (1.0 - self.pushes[idx] / self.pushes_to_knock)  # lower after a push
         for slot in range(N_OBJECTS):
             low, high = heights[slot]
             boxes[:, slot] = _cell_box(np.maximum(objects[:, slot], 0), low, high)
