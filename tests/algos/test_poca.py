@@ -168,3 +168,32 @@ def test_gail_trains_beside_the_extrinsic_signal():
         <= set(metrics)
     assert any(not torch.equal(v, gail.modules.state_dict()[k]) for k, v in before.items())
     assert poca.critic.value_head_names == ["extrinsic", "gail"]
+
+
+def test_seed_draws_actor_then_signals_then_critic_as_mlagents_learn():
+    """One seeded stream in mlagents-learn's order (policy, ``create_reward_signals``, then
+    ``POCAValueNetwork``): the same networks as drawing them one after the other by hand; the
+    signal's weights are not what a separate seed would give."""
+    from unity_rl.algorithms.nets import seeded_init
+    from unity_rl.algorithms.poca.model import POCACritic
+    from unity_rl.algorithms.ppo.model import ActorCritic
+    from unity_rl.algorithms.reward_signals.registry import make_reward_signals
+    from unity_rl.algorithms.reward_signals.config import CuriosityConfig, RewardSignalConfig
+
+    signals = (RewardSignalConfig("extrinsic"),
+               CuriosityConfig("curiosity", network_settings=NetworkConfig(hidden_units=8)))
+    ours = POCALearner([(4,)], SPEC, POCAConfig(buffer_size=32, minibatch_size=16), NET,
+                       seed=5, reward_signals=signals)
+    heads = ["extrinsic", "curiosity"]
+    with seeded_init(5):
+        actor = ActorCritic([(4,)], SPEC, NET, value_heads=heads, shared_critic=True)
+        signal = make_reward_signals(signals, [(4,)], SPEC, "cpu")[1]
+        critic = POCACritic([(4,)], SPEC, NET, value_heads=heads)
+    for mine, drawn in ((ours.model, actor), (ours.reward_signals[1].modules, signal.modules),
+                        (ours.critic, critic)):
+        for (name, a), b in zip(mine.state_dict().items(), drawn.state_dict().values()):
+            assert torch.equal(a, b), name
+    with seeded_init(6):
+        apart = make_reward_signals(signals, [(4,)], SPEC, "cpu")[1]
+    assert not all(torch.equal(a, b) for a, b in zip(
+        ours.reward_signals[1].modules.state_dict().values(), apart.modules.state_dict().values()))

@@ -146,16 +146,17 @@ class POCALearner:
                 logger.warning("Reward signal %s is not supported with the POCA trainer; results "
                                "may be unexpected.", config.name.capitalize())
         heads = [c.name for c in reward_signals]
+        # one seeded stream in mlagents-learn's order: the policy's actor, then the reward
+        # signals (TorchOptimizer.__init__'s create_reward_signals), then POCAValueNetwork
         with seeded_init(seed):
             self.model = ActorCritic(self.obs_shapes, action_spec, network_cfg, value_heads=heads,
                                      goal_indices=goal_indices, shared_critic=True).to(self.device)
-            self.critic = POCACritic(self.obs_shapes, action_spec, network_cfg,
-                                     value_heads=heads).to(self.device)
-        with seeded_init(None if seed is None else seed + 1):  # not ML-Agents' order (PPO's is)
             self.reward_signals = make_reward_signals(reward_signals, self.obs_shapes,
                                                       action_spec, device)
-        """One provider per reward signal, in value-head order; the learned ones (curiosity,
-        RND, GAIL) train inside ``optimise``, once per minibatch (``reward_signals/base.py``)."""
+            """One provider per reward signal, in value-head order; the learned ones (curiosity,
+            RND, GAIL) train inside ``optimise``, once per minibatch (``reward_signals/base.py``)."""
+            self.critic = POCACritic(self.obs_shapes, action_spec, network_cfg,
+                                     value_heads=heads).to(self.device)
         self.continuous_size = int(getattr(action_spec, "continuous_size", 0))
         # One Adam over actor + critic (ML-Agents: policy.actor.parameters() + critic.parameters())
         self.optimizer = torch.optim.Adam(
