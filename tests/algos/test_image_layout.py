@@ -81,3 +81,20 @@ def test_sac_converts_its_minibatch_once_for_its_four_networks(conversions):
     learner = SACLearner([(3, 36, 36)], DISCRETE, SACConfig(batch_size=n), NET, seed=0)
     learner.update(batch)
     assert len(conversions) == 1  # policy, V, Q1 (twice) and Q2 read one copy
+
+
+def test_batches_of_one_image_shape_and_different_rows_get_their_own_buffers():
+    """POCA converts its own cameras (B rows) and its mates' (B x M rows) in one minibatch: the
+    second must not be written over the first while the graph still needs it (the zoo's
+    poca/PushBlockCollab.yaml failed its backward pass that way)."""
+    from unity_rl.algorithms.image_layout import MinibatchWorkspace
+
+    workspace = MinibatchWorkspace()
+    conv = torch.nn.Conv2d(3, 2, 3)
+    mates, own = torch.rand(12, 3, 8, 8), torch.rand(4, 3, 8, 8)
+    with converted_once(workspace):
+        a = channels_last(mates)
+        b = channels_last(own)
+        loss = conv(a).sum() + conv(b).sum()
+    assert torch.equal(a, mates) and torch.equal(b, own)
+    loss.backward()  # raised "modified by an inplace operation" when both shared one buffer

@@ -21,8 +21,8 @@ cannot be reused for another batch while it lasts; leaving it drops them.
 memory that large comes fresh from the OS at every allocation (page faults cost more than the
 copy itself: 70 ms against 16 ms for a gather on the development machine). A learner keeps one
 workspace; ``rows`` gathers a minibatch into a buffer kept for the next one, and the
-conversions inside ``converted_once(workspace)`` write into kept buffers too (the k-th camera of
-a shape in a minibatch always into the same one). The buffers are overwritten by the next
+conversions inside ``converted_once(workspace)`` write into kept buffers too (the k-th camera
+batch of an image shape (C, H, W) in a minibatch always into the same one, whatever its rows). The buffers are overwritten by the next
 minibatch: the learner must be done with the previous one (its backward pass and optimiser
 step), as every learner here is.
 """
@@ -73,6 +73,7 @@ class _Scope:
         self.converted: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
         """(data_ptr, shape, strides, version) -> (source, converted)."""
         self.per_shape: dict[tuple, int] = {}
+        """Camera batches converted so far per image shape (C, H, W)."""
 
 
 _SCOPE: ContextVar[_Scope | None] = ContextVar("unity_rl_minibatch_images", default=None)
@@ -98,8 +99,12 @@ def channels_last(images: torch.Tensor) -> torch.Tensor:
     key = (images.data_ptr(), tuple(images.shape), images.stride(), images._version)
     hit = scope.converted.get(key)
     if hit is None:
-        k = scope.per_shape.get(tuple(images.shape), 0)
-        scope.per_shape[tuple(images.shape)] = k + 1
+        # counted per image shape (C, H, W), whatever the rows: batches of one image shape
+        # share their buffers' key space, so two in one minibatch (POCA's own cameras and its
+        # mates') must never get the same k, or the second would overwrite the first
+        image_shape = tuple(images.shape[1:])
+        k = scope.per_shape.get(image_shape, 0)
+        scope.per_shape[image_shape] = k + 1
         hit = scope.converted[key] = (images, _convert(images, scope.workspace, k))
     return hit[1]
 
