@@ -197,3 +197,16 @@ def test_seed_draws_actor_then_signals_then_critic_as_mlagents_learn():
         apart = make_reward_signals(signals, [(4,)], SPEC, "cpu")[1]
     assert not all(torch.equal(a, b) for a, b in zip(
         ours.reward_signals[1].modules.state_dict().values(), apart.modules.state_dict().values()))
+
+
+def test_a_camera_update_with_mates_runs_its_backward_pass():
+    """Own and mates' cameras share an image shape but not their rows; each minibatch converts
+    both channels-last in kept buffers (``image_layout``), and the update must still train (the
+    zoo's ``poca/PushBlockCollab.yaml``, a grid sensor, once failed its backward pass here)."""
+    shape = (3, 20, 20)
+    net = NetworkConfig(hidden_units=16, num_layers=1, vis_encode_type="simple")
+    poca = POCALearner([shape], SPEC, POCAConfig(buffer_size=32, minibatch_size=16), net, seed=0)
+    before = [p.detach().clone() for p in poca.critic.parameters()]
+    metrics = poca.update(trajectories(np.random.default_rng(3), obs=int(np.prod(shape))))
+    assert np.isfinite(metrics["Losses/Baseline Loss"])
+    assert any(not torch.equal(b, p) for b, p in zip(before, poca.critic.parameters()))
