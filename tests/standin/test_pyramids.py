@@ -97,10 +97,11 @@ def test_heuristic_solves_every_episode_quickly():
 
 def test_random_policy_rarely_reaches_the_gold():
     """The reward is sparse: random actions turn the switch on in many episodes, but knock the
-    pyramid over and reach the gold in few (the extrinsic reward alone rarely shows the way)."""
+    pyramid over (PUSHES touches) in almost none (the extrinsic reward alone rarely shows the
+    way; with the 6 pushes of stop 28 random play knocked it over in ~8% of episodes)."""
     result = play(lambda m, idx, rng: rng.integers(0, 5, len(idx)), 16, 48, seed=1)
     assert result["switch"].mean() > 0.3
-    assert result["gold"].mean() < 0.1 and result["knocked"].mean() < 0.2
+    assert result["gold"].mean() < 0.03 and result["knocked"].mean() < 0.03
     # episodes without the gold are interrupted at MaxStep having paid -1 in all
     assert np.allclose(result["return"][~result["gold"]], -1.0, atol=1e-4)
 
