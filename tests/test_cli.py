@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.interrupts import sigint_as_in_a_terminal
 from unity_rl.cli import main
 from unity_rl.cli.parser import build_parser
 from unity_rl.cli.run_folder import prepare_run_dir
@@ -278,7 +279,8 @@ def _assert_all_gone(procs, timeout: float = 30.0) -> None:
 def _start_train(*args: str) -> subprocess.Popen:
     env = dict(os.environ, GRPC_VERBOSITY="ERROR")
     return subprocess.Popen([sys.executable, "-m", "unity_rl", "train", *args], cwd=REPO_ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_as_in_a_terminal)
 
 
 def _wait_for(predicate, proc: subprocess.Popen, timeout: float = 120.0) -> None:

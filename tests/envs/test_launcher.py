@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from tests.conftest import BUILDS_DIR, REPO_ROOT
+from tests.interrupts import sigint_as_in_a_terminal
 from unity_rl import UnityVecEnv
 from unity_rl.envs.launcher import BuildLaunchError, RestartQuota, resolve_env_path
 from unity_rl.envs.ports import PortInUseError
@@ -112,7 +113,8 @@ with UnityVecEnv({env!r}, num_builds=2, base_port={port}, timeout_wait=30) as en
 def test_signals_to_the_python_side_leave_no_build(sig, free_base_port):
     code = SCRIPT.format(env=BALL, port=free_base_port(2))
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, cwd=REPO_ROOT, text=True)
+                            stderr=subprocess.DEVNULL, cwd=REPO_ROOT, text=True,
+                            preexec_fn=sigint_as_in_a_terminal)
     try:
         pids = [int(p) for p in proc.stdout.readline().split()]
         assert len(pids) == 2

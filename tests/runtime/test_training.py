@@ -13,6 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.interrupts import sigint_as_in_a_terminal
 from tests.runtime.helpers import REPO_ROOT, checkpoint_entry, live_descendants, tiny_config
 from unity_rl.checkpoint import CheckpointError, CheckpointManager
 from unity_rl.metrics import read_progress
@@ -105,7 +106,7 @@ def _start_script(tmp_path: Path, port: int, mode: str = "async") -> subprocess.
         [sys.executable, str(REPO_ROOT / "tests" / "runtime" / "run_train.py"),
          str(tmp_path / "run"), str(port), mode, "10000000"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT,
-        start_new_session=True)
+        start_new_session=True, preexec_fn=sigint_as_in_a_terminal)
 
 
 def _wait_for_training(proc: subprocess.Popen, run_dir: Path, timeout: float = 120) -> None:
