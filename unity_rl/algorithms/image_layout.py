@@ -22,9 +22,9 @@ memory that large comes fresh from the OS at every allocation (page faults cost 
 copy itself: 70 ms against 16 ms for a gather on the development machine). A learner keeps one
 workspace; ``rows`` gathers a minibatch into a buffer kept for the next one, and the
 conversions inside ``converted_once(workspace)`` write into kept buffers too (the k-th camera
-batch of an image shape (C, H, W) in a minibatch always into the same one, whatever its rows). The buffers are overwritten by the next
-minibatch: the learner must be done with the previous one (its backward pass and optimiser
-step), as every learner here is.
+batch of an image shape (C, H, W) in a minibatch always into the same one, whatever its rows).
+The buffers are overwritten by the next minibatch: the learner must be done with the previous
+one (its backward pass and optimiser step), as every learner here is.
 """
 from __future__ import annotations
 

@@ -154,7 +154,8 @@ class POCALearner:
             self.reward_signals = make_reward_signals(reward_signals, self.obs_shapes,
                                                       action_spec, device)
             """One provider per reward signal, in value-head order; the learned ones (curiosity,
-            RND, GAIL) train inside ``optimise``, once per minibatch (``reward_signals/base.py``)."""
+            RND, GAIL) train inside ``optimise``, once per minibatch
+            (``reward_signals/base.py``)."""
             self.critic = POCACritic(self.obs_shapes, action_spec, network_cfg,
                                      value_heads=heads).to(self.device)
         self.continuous_size = int(getattr(action_spec, "continuous_size", 0))

@@ -58,8 +58,9 @@ SIZE = 12
 PUSHES = 20
 """Touches that knock the pyramid over (``--standin-pyramid-pushes``). Through stop 28 it was 6,
 and extrinsic-only PPO (Unity's config without curiosity) then found the gold by its policy's
-drift at 270k agent-steps (seed 1), under 2x curiosity's 150k; with 20 it has not by 900k while
-curiosity and RND still need 150k-180k (docs/reward_signals.md)."""
+drift at 270k agent-steps (seed 1), under 2x curiosity's 150k. With 20, curiosity and RND still
+need 150k-210k, extrinsic-only took 1,650k / 210k / 360k (seeds 1-3): usually slower, but a
+drifting policy can still find the gold (docs/reward_signals.md)."""
 MIN_PYRAMID_DISTANCE = 4
 """Least Manhattan distance from the agent (when the switch turns on) to the pyramid."""
 SCATTERED_STONES = 3
@@ -218,7 +219,8 @@ class PyramidsModel:
         objects = self.objects[idx]  # [k, N, 2]
         boxes = np.zeros((k, N_OBJECTS, 6))
         heights = [(0.0, LOW)] * N_OBJECTS
-        pyramid_top = PYRAMID_HEIGHT * (1.0 - self.pushes[idx] / self.pushes_to_knock)  # lower after a push
+        # lower after each push
+        pyramid_top = PYRAMID_HEIGHT * (1.0 - self.pushes[idx] / self.pushes_to_knock)
         for slot in range(N_OBJECTS):
             low, high = heights[slot]
             boxes[:, slot] = _cell_box(np.maximum(objects[:, slot], 0), low, high)
