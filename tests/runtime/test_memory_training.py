@@ -1,6 +1,6 @@
 """Unity's ``ppo/Hallway.yaml`` and ``sac/Hallway.yaml`` (``network_settings.memory``: sequences
 of 64, memory 128) run on the Hallway stand-in in sync and async, local and Ray, with only
-``max_steps`` (and for SAC ``batch_size``) cut: the memories travel with the agents in every
+``max_steps`` (and for SAC ``batch_size`` and ``time_horizon``) cut: the memories travel with the agents in every
 wiring, the learners train on sequences, the ONNX carries ML-Agents' recurrent contract. SAC's
 async local run writes its padded sequences, memories included, into the shared replay from the
 actors (Ape-X)."""
@@ -33,10 +33,15 @@ def hallway(algo: str, base_port: int, mode: str, backend: str, ray_address: str
     [(name, b)] = list(cfg.behaviors.items())
     assert b.network_settings.memory is not None           # Unity's config, memory and all
     hp = b.hyperparameters
+    horizon = b.time_horizon
     if algo == "sac":  # 4 sequences a minibatch, the replay saved to look at
         hp = dataclasses.replace(hp, batch_size=256, save_replay_buffer=True)
+        # A sequence's critic memory is the carry of a trajectory cut before its episode ended;
+        # random Hallway episodes are mostly under 64 steps, so at 64 a run had as few as 2 such
+        # sequences of ~100 (CI saw none). At 16, about half of them start from a carry.
+        horizon = 16
     b = dataclasses.replace(b, hyperparameters=hp, max_steps=MAX_STEPS[algo], summary_freq=1000,
-                            checkpoint_interval=100_000)
+                            checkpoint_interval=100_000, time_horizon=horizon)
     return dataclasses.replace(cfg, behaviors=FrozenMap({name: b}))
 
 
