@@ -30,6 +30,7 @@ scene with both tools' curves against agent-steps and against wall seconds.
         [--seed 1] [--num-envs 2] [--max-steps N] [--stop-at-target] [--timeout 1800]
         [--mlagents-venv .mlagents_learn/venv] [--configs-dir ../shared/mlagents_learn/configs]
         [--base-port 17100] [--unity-rl-args "--mode async --num-actors 2"] [--out FILE]
+        [--env-args "--standin-pyramid-pushes=10"]   # stand-in options, both tools
         [--tools mlagents-learn unity-rl]   # one tool alone: e.g. one long run at a time
 """
 from __future__ import annotations
@@ -285,6 +286,11 @@ def command(tool: str, args, config: Path, build: Path, port: int, run_id: str, 
             + shlex.split(args.unity_rl_args) + last)
 
 
+def env_args_of(scene: Scene, args) -> tuple[str, ...]:
+    """The scene's stand-in options, then ``--env-args``'s: what both tools give the build."""
+    return tuple(scene.env_args) + tuple(shlex.split(args.env_args))
+
+
 def stop_group(proc: subprocess.Popen) -> None:
     for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
         try:
@@ -307,7 +313,7 @@ def one_run(tool, scene_name, scene, args, config, seed, port, tmp: Path) -> dic
     run_id = f"{scene_name}_{tool}_{seed}"
     results = tmp / tool.replace("-", "_")
     cmd = command(tool, args, config, REPO / "unity_builds" / scene.build, port, run_id,
-                  results, seed, scene.env_args)
+                  results, seed, env_args_of(scene, args))
     log = tmp / f"{run_id}.log"
     print(f"[{scene_name}] {tool} seed {seed}: {shlex.join(cmd)}", flush=True)
     t_start = time.time()
@@ -407,6 +413,9 @@ def main(argv=None) -> None:
                     default=REPO.parent / "shared" / "mlagents_learn" / "configs")
     ap.add_argument("--base-port", type=int, default=17100)
     ap.add_argument("--unity-rl-args", default="", help="extra flags for unity-rl train")
+    ap.add_argument("--env-args", default="",
+                    help="stand-in options for the build, given to both tools "
+                         "(e.g. \"--standin-pyramid-pushes=10\")")
     ap.add_argument("--tools", nargs="+", choices=list(TOOLS), default=list(TOOLS),
                     help="run only these tools (default both)")
     ap.add_argument("--out", type=Path, default=RESULTS / "vs_mlagents_learn.json")
@@ -455,7 +464,7 @@ def main(argv=None) -> None:
                      "configs_dir": str(args.configs_dir),
                      "targets": {s: SCENES[s].targets for s in args.scenes},
                      "configs": {s: SCENES[s].configs for s in args.scenes},
-                     "env_args": {s: list(SCENES[s].env_args) for s in args.scenes}},
+                     "env_args": {s: list(env_args_of(SCENES[s], args)) for s in args.scenes}},
         "measured": __doc__, "notes": notes, "summary": summary, "runs": runs,
     }
     print_table(summary, notes)

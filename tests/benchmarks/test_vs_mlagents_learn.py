@@ -116,3 +116,19 @@ def test_stays_at_target_is_the_window_after_the_last_dip():
     assert vs.stays_at_target(points, 95.0) == 40
     assert vs.stays_at_target(points[:3], 95.0) is None  # ends below the target
     assert vs.stays_at_target([], 95.0) is None
+
+
+def test_env_args_reach_both_tools_after_the_scenes_own(tmp_path):
+    """``--env-args`` (stand-in options) go to mlagents-learn and unity-rl alike, last on the
+    line; ``--unity-rl-args`` only to unity-rl."""
+    args = vs.argparse.Namespace(num_envs=2, mlagents_venv=tmp_path, unity_rl_args="--mode async",
+                                 env_args="--standin-pyramid-pushes=10 --standin-max-step=9")
+    scene = vs.Scene("GridWorld", ("ppo/GridWorld.yaml",), {"GridWorld": 0.8},
+                     env_args=("--standin-blind",))
+    extra = vs.env_args_of(scene, args)
+    assert extra == ("--standin-blind", "--standin-pyramid-pushes=10", "--standin-max-step=9")
+    for tool in ("mlagents-learn", "unity-rl"):
+        cmd = vs.command(tool, args, tmp_path / "c.yaml", tmp_path / "b", 5005, "r", tmp_path, 1,
+                         extra)
+        assert cmd[-4:] == ["--env-args", *extra]
+        assert ("--mode" in cmd) == (tool == "unity-rl")

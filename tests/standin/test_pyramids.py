@@ -3,10 +3,11 @@ scene exists for: the built-in heuristic solves it, a random policy rarely does 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from mlagents_envs.base_env import ActionTuple
 
 from unity_rl.standin.academy import Academy
-from unity_rl.standin.options import PlayerOptions, parse_args
+from unity_rl.standin.options import OptionError, PlayerOptions, parse_args
 from unity_rl.standin.scenes import SCENES
 from unity_rl.standin.scenes import pyramids as P
 from unity_rl.standin.wire_input import ActionBatch
@@ -88,10 +89,12 @@ def test_spec_and_heuristic_episodes_through_unity_environment(open_env):
     assert len(rewards) >= 16 and np.allclose(rewards, 2.0)
 
 
-def test_heuristic_solves_every_episode_quickly():
-    result = play(lambda m, idx, rng: P.heuristic_action(m, idx), 16, 48)
+@pytest.mark.parametrize("rule, most_decisions", [("touch", 80), ("run-up", 160)])
+def test_heuristic_solves_every_episode_quickly(rule, most_decisions):
+    """Under ``run-up`` the heuristic backs off a cell between pushes (3 decisions a push)."""
+    result = play(lambda m, idx, rng: P.heuristic_action(m, idx), 16, 48, pyramid_push=rule)
     assert result["gold"].all() and result["switch"].all() and result["knocked"].all()
-    assert result["decisions"].max() < 80
+    assert result["decisions"].max() < most_decisions
     assert result["return"].mean() > 1.9
 
 
@@ -159,3 +162,66 @@ def test_pyramid_pushes_option_sets_the_touches_that_knock_it_over():
         model.observe(idx)
         model.act(idx, None, np.array([[P.FORWARD]]))
     assert model.objects[0, P.PYRAMID, 0] == -1 and model.objects[0, P.GOLD, 0] >= 0
+
+
+def test_pyramid_push_option_parses_and_names_the_bad_value():
+    assert parse_args(["--standin-pyramid-push", "touch"]).pyramid_push == "touch"
+    assert parse_args([]).pyramid_push is None
+    try:
+        parse_args(["--standin-pyramid-push", "shove"])
+    except OptionError as e:
+        assert "--standin-pyramid-push" in str(e) and "shove" in str(e)
+    else:
+        raise AssertionError("a bad rule was accepted")
+
+
+def _agent_facing_the_pyramid(rule: str, pushes: int = 3):
+    academy = Academy(SCENES["Pyramids"], PlayerOptions(agents=(1,), pyramid_pushes=pushes,
+                                                        pyramid_push=rule), seed=2)
+    model = academy.groups[0].model
+    academy.reset()
+    model.objects[0] = -1
+    model.cell[0], model.heading[0] = (5, 4), 0
+    model.switch_on[0] = True
+    model.objects[0, P.PYRAMID] = (5, 6)
+    return model
+
+
+def _decide(model, action: int) -> None:
+    model.observe(np.array([0]))
+    model.act(np.array([0]), None, np.array([[action]]))
+
+
+def test_run_up_rule_counts_a_touch_only_right_after_a_step():
+    """Under ``run-up`` pressing on against the pyramid pushes it once, however long; backing
+    off a cell and stepping in again pushes it each time; under ``touch`` every touch pushes."""
+    model = _agent_facing_the_pyramid("run-up")
+    for _ in range(6):                       # a step in, then 5 touches pressing on
+        _decide(model, P.FORWARD)
+    assert model.pushes[0] == 1 and tuple(model.cell[0]) == (5, 5)
+    for expected in (2, 3):                  # back, in: the touch after the step pushes
+        _decide(model, P.BACK)
+        _decide(model, P.FORWARD)
+        assert model.pushes[0] == expected - 1
+        _decide(model, P.FORWARD)
+        assert model.pushes[0] == expected
+    assert model.objects[0, P.PYRAMID, 0] == -1 and model.objects[0, P.GOLD, 0] >= 0
+    model = _agent_facing_the_pyramid("touch")
+    for _ in range(4):
+        _decide(model, P.FORWARD)
+    assert model.objects[0, P.PYRAMID, 0] == -1
+
+
+def test_pressing_on_policies_knock_the_pyramid_over_only_under_the_touch_rule():
+    """What the run-up rule changes: a policy that drifted to walking forward (no reward yet, as
+    extrinsic-only PPO) bumps into the switch and the pyramid and, pressing on, knocks it over
+    in several percent of episodes under ``touch`` (the default); under ``run-up`` never. (PPO
+    with the extrinsic reward alone still found the gold under ``run-up``: docs/reward_signals.md.)"""
+    def forward_heavy(model, idx, rng):
+        return rng.choice(5, len(idx), p=[0.0, 0.8, 0.0, 0.15, 0.05])
+    touch = play(forward_heavy, 16, 32, seed=3, pyramid_push="touch")
+    run_up = play(forward_heavy, 16, 32, seed=3, pyramid_push="run-up")
+    assert touch["switch"].mean() > 0.5 and run_up["switch"].mean() > 0.5
+    assert touch["knocked"].mean() > 0.05
+    assert run_up["knocked"].sum() == 0 and run_up["gold"].sum() == 0
+

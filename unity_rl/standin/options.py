@@ -30,6 +30,9 @@ Stand-in options (all optional; see unity_builds/README.md):
                                    target shown by the floor tint, 3x3, period 5, MaxStep 500)
 ``--standin-pyramid-pushes N``     Pyramids: touches that knock the pyramid over (default
                                    PUSHES of the scene)
+``--standin-pyramid-push RULE``    Pyramids: which touches count as pushes: ``run-up`` (the
+                                   agent stepped a cell on its previous decision) or ``touch``
+                                   (every touch; the scene's rule through stop 29)
 ``--standin-heuristic``            Pyramids: act with the scene's built-in heuristic, ignoring
                                    the trainer's actions (Unity's "Heuristic Only")
 ``--standin-scripted-team N``      SoccerTwos, StrikersVsGoalie: team N's agents follow a
@@ -79,6 +82,9 @@ class PlayerOptions:
     """GridWorld: the tinted variant (the stand-in's shape before it matched Unity's scene)."""
     pyramid_pushes: int | None = None
     """Pyramids: touches that knock the pyramid over (None: the scene's default)."""
+    pyramid_push: str | None = None
+    """Pyramids: ``run-up`` or ``touch``, which touches count as pushes (None: the scene's
+    default)."""
     heuristic: bool = False
     """Pyramids: the agents act with the scene's built-in heuristic whatever actions arrive
     (Unity's Behavior Type "Heuristic Only"; for recording demonstrations)."""
@@ -153,6 +159,10 @@ def _set(opts: PlayerOptions, name: str, value: str) -> None:
         opts.spec = value
     elif name == "pyramid-pushes":
         opts.pyramid_pushes = _int("--standin-pyramid-pushes", value, 1)
+    elif name == "pyramid-push":
+        if value not in ("run-up", "touch"):
+            raise OptionError(f"--standin-pyramid-push expects run-up or touch, got {value!r}")
+        opts.pyramid_push = value
     elif name == "scripted-team":
         opts.scripted_team = _int("--standin-scripted-team", value, 0)
     elif name == "scripted-skill":
