@@ -225,3 +225,28 @@ def test_pressing_on_policies_knock_the_pyramid_over_only_under_the_touch_rule()
     assert touch["knocked"].mean() > 0.05
     assert run_up["knocked"].sum() == 0 and run_up["gold"].sum() == 0
 
+
+
+def test_a_pyramid_left_alone_stands_whole_again_after_recover_decisions():
+    """``--standin-pyramid-recover K``: pushes count only in a burst; K decisions without one
+    and the pyramid is whole again (its full height in the rays)."""
+    assert parse_args(["--standin-pyramid-recover", "4"]).pyramid_recover == 4
+    academy = Academy(SCENES["Pyramids"], PlayerOptions(agents=(1,), pyramid_pushes=3,
+                                                        pyramid_push="touch", pyramid_recover=2),
+                      seed=2)
+    model = academy.groups[0].model
+    academy.reset()
+    model.objects[0] = -1
+    model.cell[0], model.heading[0] = (5, 5), 0
+    model.switch_on[0] = True
+    model.objects[0, P.PYRAMID] = (5, 6)
+    whole = model._boxes(np.array([0]))[0][0, P.PYRAMID, 4]
+    for action in (P.FORWARD, P.FORWARD, P.NOTHING, P.NOTHING):   # 2 pushes, 2 waits: kept
+        _decide(model, action)
+    assert model.pushes[0] == 2
+    _decide(model, P.NOTHING)                                      # the third wait: whole
+    assert model.pushes[0] == 0
+    assert model._boxes(np.array([0]))[0][0, P.PYRAMID, 4] == whole
+    for _ in range(3):                                             # a burst knocks it over
+        _decide(model, P.FORWARD)
+    assert model.objects[0, P.PYRAMID, 0] == -1

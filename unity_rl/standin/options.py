@@ -30,6 +30,8 @@ Stand-in options (all optional; see unity_builds/README.md):
                                    target shown by the floor tint, 3x3, period 5, MaxStep 500)
 ``--standin-pyramid-pushes N``     Pyramids: touches that knock the pyramid over (default
                                    PUSHES of the scene)
+``--standin-pyramid-recover K``    Pyramids: after K decisions without a push the pyramid
+                                   stands whole again (default 0: never)
 ``--standin-pyramid-push RULE``    Pyramids: which touches count as pushes: ``run-up`` (the
                                    agent stepped a cell on its previous decision) or ``touch``
                                    (every touch; the scene's rule through stop 29)
@@ -82,6 +84,9 @@ class PlayerOptions:
     """GridWorld: the tinted variant (the stand-in's shape before it matched Unity's scene)."""
     pyramid_pushes: int | None = None
     """Pyramids: touches that knock the pyramid over (None: the scene's default)."""
+    pyramid_recover: int | None = None
+    """Pyramids: decisions without a push after which the pyramid is whole again (None: the
+    scene's default; 0: never)."""
     pyramid_push: str | None = None
     """Pyramids: ``run-up`` or ``touch``, which touches count as pushes (None: the scene's
     default)."""
@@ -159,6 +164,8 @@ def _set(opts: PlayerOptions, name: str, value: str) -> None:
         opts.spec = value
     elif name == "pyramid-pushes":
         opts.pyramid_pushes = _int("--standin-pyramid-pushes", value, 1)
+    elif name == "pyramid-recover":
+        opts.pyramid_recover = _int("--standin-pyramid-recover", value, 0)
     elif name == "pyramid-push":
         if value not in ("run-up", "touch"):
             raise OptionError(f"--standin-pyramid-push expects run-up or touch, got {value!r}")

@@ -26,7 +26,8 @@ room (walls around), the switch (``switchOff``) lies at another random cell.
 1. Touching the switch turns it on for the episode (``switchOn``, vector obs[0] = 1), and a
    pyramid appears at a random free cell at least ``MIN_PYRAMID_DISTANCE`` cells from the agent:
    ``stone`` blocks 2 high with the gold brick (``goal``) on top.
-2. Touching the pyramid ``PUSHES`` times knocks it over (each push takes a layer off: the
+2. Touching the pyramid ``PUSHES`` times knocks it over (which touches push: ``PUSH_RULE``;
+   a pyramid left alone may stand whole again: ``RECOVER_AFTER``; each push takes a layer off: the
    pyramid is lower); the stones scatter to random free cells and the gold brick falls onto a
    random free cell next to where the pyramid stood.
 3. Touching the gold brick: +2, the episode ends.
@@ -67,6 +68,10 @@ right after a decision that stepped a cell (forward or back), so that an agent p
 pushes once (``--standin-pyramid-push`` changes it). Tried in stop 30 against the extrinsic
 reward alone finding the gold: at 10 pushes it took 360k agent-steps against curiosity's 240k
 (seed 1), no better than ``touch`` at 20, so ``touch`` stayed (docs/reward_signals.md)."""
+RECOVER_AFTER = 0
+"""Decisions without a push after which a standing pyramid is whole again (0: never;
+``--standin-pyramid-recover``). Tried in stop 30 with ``run-up`` and 10 pushes: at 4 and at 12
+neither curiosity nor the extrinsic reward alone found the gold in 330k-800k agent-steps."""
 MIN_PYRAMID_DISTANCE = 4
 """Least Manhattan distance from the agent (when the switch turns on) to the pyramid."""
 SCATTERED_STONES = 3
@@ -128,6 +133,12 @@ class PyramidsModel:
         pushes = getattr(opts, "pyramid_pushes", None)
         self.pushes_to_knock = PUSHES if pushes is None else int(pushes)
         """Touches that knock the pyramid over (``--standin-pyramid-pushes`` changes it)."""
+        recover = getattr(opts, "pyramid_recover", None)
+        self.recover_after = RECOVER_AFTER if recover is None else int(recover)
+        """Decisions without a push after which a standing pyramid is whole again (0: never;
+        ``--standin-pyramid-recover`` changes it)."""
+        self.since_push = np.zeros(n, np.int64)
+        """Decisions since the pyramid's last push."""
         rule = getattr(opts, "pyramid_push", None) or PUSH_RULE
         self.run_up = rule == "run-up"
         """A touch pushes only after a step (``PUSH_RULE``; ``--standin-pyramid-push``)."""
@@ -165,6 +176,7 @@ class PyramidsModel:
         self.velocity[idx] = 0.0
         self.switch_on[idx] = False
         self.pushes[idx] = 0
+        self.since_push[idx] = 0
         self.moved[idx] = False
 
     def act(self, idx: np.ndarray, continuous: np.ndarray, discrete: np.ndarray):
@@ -175,6 +187,9 @@ class PyramidsModel:
             if self.moved[i]:
                 continue
             self.moved[i] = True
+            self.since_push[i] += 1
+            if self.recover_after and self.since_push[i] > self.recover_after:
+                self.pushes[i] = 0  # left alone, the pyramid stands whole again
             ran = self.velocity[i, 2] != 0  # the previous decision stepped a cell
             self.velocity[i] = 0.0
             if a in (TURN_RIGHT, TURN_LEFT):
@@ -207,6 +222,7 @@ class PyramidsModel:
 
     def _push(self, i: int) -> None:
         self.pushes[i] += 1
+        self.since_push[i] = 0
         if self.pushes[i] < self.pushes_to_knock:
             return
         where = self.objects[i, PYRAMID].copy()
