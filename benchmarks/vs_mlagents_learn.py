@@ -31,6 +31,7 @@ scene with both tools' curves against agent-steps and against wall seconds.
         [--mlagents-venv .mlagents_learn/venv] [--configs-dir ../shared/mlagents_learn/configs]
         [--base-port 17100] [--unity-rl-args "--mode async --num-actors 2"] [--out FILE]
         [--env-args "--standin-pyramid-pushes=10"]   # stand-in options, both tools
+    .venv/bin/python benchmarks/vs_mlagents_learn.py --png-from RESULT.json [...]  # PNGs only
         [--tools mlagents-learn unity-rl]   # one tool alone: e.g. one long run at a time
 """
 from __future__ import annotations
@@ -364,8 +365,9 @@ def plot(scene_name: str, runs: list[dict], path: Path) -> None:
                 continue
             steps, values, walls = zip(*curve)
             label = f"{r['tool']} seed {r['seed']}"
-            row[0].plot(steps, values, color=colors[r["tool"]], alpha=0.8, label=label)
-            row[1].plot(walls, values, color=colors[r["tool"]], alpha=0.8, label=label)
+            style = dict(color=colors[r["tool"]], alpha=0.8, marker="o", markersize=3)
+            row[0].plot(steps, values, label=label, **style)
+            row[1].plot(walls, values, label=label, **style)
         for ax, xlabel in zip(row, ("agent-steps", "wall seconds from process start")):
             ax.axhline(runs[0]["behaviors"][b]["target"], color="grey", ls=":")
             ax.set(xlabel=xlabel, ylabel="mean return per summary window", title=f"{b}")
@@ -419,7 +421,12 @@ def main(argv=None) -> None:
     ap.add_argument("--tools", nargs="+", choices=list(TOOLS), default=list(TOOLS),
                     help="run only these tools (default both)")
     ap.add_argument("--out", type=Path, default=RESULTS / "vs_mlagents_learn.json")
+    ap.add_argument("--png-from", type=Path, nargs="+", metavar="RESULT_JSON",
+                    help="only draw the PNGs of earlier results (beside each file); runs nothing")
     args = ap.parse_args(argv)
+    if args.png_from:
+        pngs_from(args.png_from)
+        return
 
     exe = Path(args.mlagents_venv) / "bin" / "mlagents-learn"
     if "mlagents-learn" in args.tools and not exe.exists():
@@ -472,13 +479,29 @@ def main(argv=None) -> None:
     args.out.write_text(without_machine_paths(json.dumps(report, indent=1), (tmp_name, "<tmp>"),
                                               (str(args.configs_dir.resolve()), "<configs>")))
     print(f"written: {args.out}")
+    write_pngs(args.out, runs)
+
+
+def write_pngs(result: Path, runs: list[dict]) -> None:
+    """One PNG per scene beside ``result`` (``<stem>_<scene>.png``), when matplotlib is here."""
     if importlib.util.find_spec("matplotlib") is None:
-        print("matplotlib is not installed in this venv: no PNG (nothing was installed)")
+        print("matplotlib is not installed in this venv: no PNG (nothing was installed; "
+              "pip install matplotlib, then --png-from the JSON)")
         return
-    for scene_name in summary:
-        png = args.out.with_name(f"{args.out.stem}_{scene_name}.png")
+    for scene_name in sorted({r["scene"] for r in runs}):
+        png = result.with_name(f"{result.stem}_{scene_name}.png")
         plot(scene_name, [r for r in runs if r["scene"] == scene_name], png)
         print(f"written: {png}")
+
+
+def pngs_from(results: list[Path]) -> None:
+    """``--png-from``: the PNGs of results written earlier (their runs keep every curve)."""
+    for result in results:
+        try:
+            runs = json.loads(result.read_text())["runs"]
+        except (OSError, ValueError, KeyError) as e:
+            sys.exit(f"{result}: not a vs_mlagents_learn.py result ({e})")
+        write_pngs(result, runs)
 
 
 if __name__ == "__main__":

@@ -132,3 +132,20 @@ def test_env_args_reach_both_tools_after_the_scenes_own(tmp_path):
                          extra)
         assert cmd[-4:] == ["--env-args", *extra]
         assert ("--mode" in cmd) == (tool == "unity-rl")
+
+
+def test_png_from_names_a_file_that_is_not_a_result(tmp_path):
+    bad = tmp_path / "zoo.json"
+    bad.write_text('{"configs": []}')
+    with pytest.raises(SystemExit, match="zoo.json: not a vs_mlagents_learn.py result"):
+        vs.main(["--png-from", str(bad)])
+
+
+def test_png_from_draws_one_png_per_scene_beside_the_result(tmp_path):
+    pytest.importorskip("matplotlib")
+    run = lambda tool, seed: {"scene": "Basic", "tool": tool, "seed": seed, "behaviors": {  # noqa: E731
+        "Basic": {"target": 0.9, "curve": [[2000, 0.1, 5.0], [4000, 0.93, 9.0]]}}}
+    result = tmp_path / "race.json"
+    result.write_text(vs.json.dumps({"runs": [run("mlagents-learn", 1), run("unity-rl", 1)]}))
+    vs.main(["--png-from", str(result)])
+    assert (tmp_path / "race_Basic.png").stat().st_size > 1000
