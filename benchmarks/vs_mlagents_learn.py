@@ -460,6 +460,16 @@ def main(argv=None) -> None:
                     runs.append(one_run(tool, scene_name, scene, args, config, args.seed + i,
                                         port, tmp))
                     port += args.num_envs + 10
+                    write_report(args, runs, notes, tmp_name, partial=True)
+    summary = write_report(args, runs, notes, tmp_name, partial=False)
+    print_table(summary, notes)
+    print(f"written: {args.out}")
+    write_pngs(args.out, runs)
+
+
+def write_report(args, runs: list[dict], notes: list[str], tmp_name: str, partial: bool) -> dict:
+    """Writes ``args.out`` with the runs so far (after every run, so that a race stopped half
+    way keeps what it measured: ``"partial": true`` until the last run); returns the summary."""
     summary = summarize(runs)
     report = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
@@ -472,14 +482,12 @@ def main(argv=None) -> None:
                      "targets": {s: SCENES[s].targets for s in args.scenes},
                      "configs": {s: SCENES[s].configs for s in args.scenes},
                      "env_args": {s: list(env_args_of(SCENES[s], args)) for s in args.scenes}},
-        "measured": __doc__, "notes": notes, "summary": summary, "runs": runs,
+        "measured": __doc__, "notes": notes, "partial": partial, "summary": summary, "runs": runs,
     }
-    print_table(summary, notes)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(without_machine_paths(json.dumps(report, indent=1), (tmp_name, "<tmp>"),
                                               (str(args.configs_dir.resolve()), "<configs>")))
-    print(f"written: {args.out}")
-    write_pngs(args.out, runs)
+    return summary
 
 
 def write_pngs(result: Path, runs: list[dict]) -> None:

@@ -149,3 +149,19 @@ def test_png_from_draws_one_png_per_scene_beside_the_result(tmp_path):
     result.write_text(vs.json.dumps({"runs": [run("mlagents-learn", 1), run("unity-rl", 1)]}))
     vs.main(["--png-from", str(result)])
     assert (tmp_path / "race_Basic.png").stat().st_size > 1000
+
+
+def test_report_is_written_after_every_run_and_marked_partial_until_the_last(tmp_path):
+    args = vs.argparse.Namespace(scenes=["Basic"], tools=list(vs.TOOLS), seeds=3, seed=1,
+                                 num_envs=2, max_steps=None, stop_at_target=True,
+                                 unity_rl_args="", env_args="", configs_dir=tmp_path,
+                                 out=tmp_path / "race.json")
+    run = {"scene": "Basic", "tool": "unity-rl", "seed": 1, "behaviors": {"Basic": {
+        "target": 0.9, "reached": True, "steps_to_target": 4000, "wall_s_to_target": 9.0,
+        "steps_stays_at_target": 4000, "agent_steps_per_s": 400.0, "curve": []}}}
+    vs.write_report(args, [run], [], str(tmp_path / "tmp"), partial=True)
+    report = vs.json.loads(args.out.read_text())
+    assert report["partial"] is True and len(report["runs"]) == 1
+    vs.write_report(args, [run, {**run, "seed": 2}], [], str(tmp_path / "tmp"), partial=False)
+    report = vs.json.loads(args.out.read_text())
+    assert report["partial"] is False and [r["seed"] for r in report["runs"]] == [1, 2]
