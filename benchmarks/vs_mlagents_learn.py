@@ -23,7 +23,8 @@ the scene's ``tag``):
 Stops at the config's ``max_steps`` or, with ``--stop-at-target``, as soon as every behavior's
 target window has been written (the process group gets SIGTERM, then SIGKILL). Prints a table of
 medians (runs that never reached the target are left out of the medians and counted), writes
-``benchmarks/results/vs_mlagents_learn.json`` and, when matplotlib is in this venv, one PNG per
+``benchmarks/results/vs_mlagents_learn.json`` (after every run, ``"partial": true`` until the
+last) and, when matplotlib is in this venv, one PNG per
 scene with both tools' curves against agent-steps and against wall seconds.
 
     .venv/bin/python benchmarks/vs_mlagents_learn.py [--scenes Basic 3DBall] [--seeds 3]
