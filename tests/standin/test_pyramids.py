@@ -250,3 +250,47 @@ def test_a_pyramid_left_alone_stands_whole_again_after_recover_decisions():
     for _ in range(3):                                             # a burst knocks it over
         _decide(model, P.FORWARD)
     assert model.objects[0, P.PYRAMID, 0] == -1
+
+
+def test_rooms_split_the_area_with_one_door_per_wall_stretch_and_spread_the_stages():
+    """``--standin-pyramid-rooms``: inner walls along column and row DIVIDER, a door in each of
+    their four stretches; the agent starts in one room, the switch lies in another, the
+    pyramid rises in a room other than the agent's; walls stop the agent and block the rays."""
+    assert parse_args(["--standin-pyramid-rooms"]).pyramid_rooms is True
+    assert parse_args([]).pyramid_rooms is None
+    academy = Academy(SCENES["Pyramids"], PlayerOptions(agents=(16,), pyramid_rooms=True), seed=4)
+    model = academy.groups[0].model
+    academy.reset()
+    for i in range(16):
+        wall = {tuple(c) for c in model.partition[i]}
+        assert len(wall) == P.N_PARTITION
+        line = {(P.DIVIDER, j) for j in range(P.SIZE)} | {(j, P.DIVIDER) for j in range(P.SIZE)}
+        assert wall < line and len(line - wall) == 4                 # four doors
+        agent, switch = model.cell[i], model.objects[i, P.SWITCH]
+        assert tuple(agent) not in wall and tuple(switch) not in wall
+        rooms = P._room(np.stack([agent, switch]))
+        assert rooms[1] >= 0 and rooms[0] != rooms[1]
+    # stand west of a wall cell facing it: forward does not move, the forward ray sees a wall
+    i = 0
+    wall_cell = next(c for c in model.partition[i] if c[1] == P.DIVIDER and 1 <= c[0] < P.SIZE - 1
+                     and c[0] != P.DIVIDER)
+    model.objects[i] = -1
+    model.cell[i], model.heading[i] = wall_cell - (0, 1), 0
+    idx = np.array([i])
+    rays = model.observe(idx)[0].reshape(7, 8)
+    assert rays[0, P.WALL] == 1.0 and rays[0, -1] < 0.05             # right in front
+    model.act(idx, None, np.array([[P.FORWARD]]))
+    assert tuple(model.cell[i]) == tuple(wall_cell - (0, 1))
+    # pressing the switch raises the pyramid in another room
+    model.objects[i, P.SWITCH] = (2, 2)
+    model.cell[i], model.heading[i] = (2, 1), 0
+    model.observe(idx)
+    model.act(idx, None, np.array([[P.FORWARD]]))
+    assert model.switch_on[i]
+    pyramid = model.objects[i, P.PYRAMID]
+    assert P._room(pyramid[None])[0] not in (-1, P._room(np.array([[2, 1]]))[0])
+
+
+def test_heuristic_solves_every_episode_with_rooms():
+    result = play(lambda m, idx, rng: P.heuristic_action(m, idx), 16, 32, pyramid_rooms=True)
+    assert result["gold"].all() and result["decisions"].max() < 120

@@ -30,6 +30,7 @@ Stand-in options (all optional; see unity_builds/README.md):
                                    target shown by the floor tint, 3x3, period 5, MaxStep 500)
 ``--standin-pyramid-pushes N``     Pyramids: touches that knock the pyramid over (default
                                    PUSHES of the scene)
+``--standin-pyramid-rooms``        Pyramids: walls with one door each split the room into four
 ``--standin-pyramid-recover K``    Pyramids: after K decisions without a push the pyramid
                                    stands whole again (default 0: never)
 ``--standin-pyramid-push RULE``    Pyramids: which touches count as pushes: ``run-up`` (the
@@ -84,6 +85,8 @@ class PlayerOptions:
     """GridWorld: the tinted variant (the stand-in's shape before it matched Unity's scene)."""
     pyramid_pushes: int | None = None
     """Pyramids: touches that knock the pyramid over (None: the scene's default)."""
+    pyramid_rooms: bool | None = None
+    """Pyramids: four rooms with doors (None: the scene's default)."""
     pyramid_recover: int | None = None
     """Pyramids: decisions without a push after which the pyramid is whole again (None: the
     scene's default; 0: never)."""
@@ -183,7 +186,7 @@ def _set(opts: PlayerOptions, name: str, value: str) -> None:
         raise OptionError(f"unknown stand-in option --standin-{name}")
 
 
-_FLAGS = {"realtime", "blind", "gridworld-tinted", "heuristic"}
+_FLAGS = {"realtime", "blind", "gridworld-tinted", "heuristic", "pyramid-rooms"}
 
 
 def parse_args(argv: list[str]) -> PlayerOptions:

@@ -72,6 +72,14 @@ RECOVER_AFTER = 0
 """Decisions without a push after which a standing pyramid is whole again (0: never;
 ``--standin-pyramid-recover``). Tried in stop 30 with ``run-up`` and 10 pushes: at 4 and at 12
 neither curiosity nor the extrinsic reward alone found the gold in 330k-800k agent-steps."""
+ROOMS = False
+"""Whether walls with one door each split the room into four (``--standin-pyramid-rooms``):
+the agent starts in one, the switch lies in another, and the pyramid rises in a room other
+than the one the agent pressed the switch from."""
+DIVIDER = SIZE // 2
+"""Column and row of the inner walls (with ``ROOMS``)."""
+N_PARTITION = 2 * SIZE - 1 - 4
+"""Inner wall cells: a column and a row across the room, less their crossing and four doors."""
 MIN_PYRAMID_DISTANCE = 4
 """Least Manhattan distance from the agent (when the switch turns on) to the pyramid."""
 SCATTERED_STONES = 3
@@ -139,6 +147,11 @@ class PyramidsModel:
         ``--standin-pyramid-recover`` changes it)."""
         self.since_push = np.zeros(n, np.int64)
         """Decisions since the pyramid's last push."""
+        rooms = getattr(opts, "pyramid_rooms", None)
+        self.rooms = ROOMS if rooms is None else bool(rooms)
+        """Four rooms with doors (``ROOMS``; ``--standin-pyramid-rooms`` changes it)."""
+        self.partition = np.zeros((n, N_PARTITION if self.rooms else 0, 2), np.int64)
+        """Cells of each area's inner walls (doors drawn at every reset)."""
         rule = getattr(opts, "pyramid_push", None) or PUSH_RULE
         self.run_up = rule == "run-up"
         """A touch pushes only after a step (``PUSH_RULE``; ``--standin-pyramid-push``)."""
@@ -161,6 +174,7 @@ class PyramidsModel:
         """[m, 2] cells of area i with neither the agent nor an object."""
         taken = np.zeros((SIZE, SIZE), bool)
         taken[tuple(self.cell[i])] = True
+        taken[tuple(self.partition[i].T)] = True
         for c in self.objects[i]:
             if c[0] >= 0:
                 taken[tuple(c)] = True
@@ -168,10 +182,16 @@ class PyramidsModel:
 
     def reset(self, idx: np.ndarray) -> None:
         for i in idx.tolist():
-            self.cell[i] = self.rng.integers(0, SIZE, 2)
-            self.heading[i] = self.rng.integers(0, 4)
             self.objects[i] = -1
-            free = self._free_cells(i)
+            if self.rooms:
+                self.partition[i] = _partition(self.rng)
+                self.cell[i] = -1
+                free = self._free_cells(i)
+                self.cell[i] = free[self.rng.integers(len(free))]
+            else:
+                self.cell[i] = self.rng.integers(0, SIZE, 2)
+            self.heading[i] = self.rng.integers(0, 4)
+            free = self._elsewhere(self._free_cells(i), self.cell[i])
             self.objects[i, SWITCH] = free[self.rng.integers(len(free))]
         self.velocity[idx] = 0.0
         self.switch_on[idx] = False
@@ -199,7 +219,8 @@ class PyramidsModel:
                 continue
             sign = 1 if a == FORWARD else -1
             target = self.cell[i] + sign * _DIRS[self.heading[i]]
-            if not ((0 <= target) & (target < SIZE)).all():
+            if not ((0 <= target) & (target < SIZE)).all() or (
+                    self.rooms and (self.partition[i] == target).all(axis=1).any()):
                 continue  # a wall
             hit = np.flatnonzero((self.objects[i] == target).all(axis=1))
             if not len(hit):
@@ -215,7 +236,7 @@ class PyramidsModel:
 
     def _switch_on(self, i: int) -> None:
         self.switch_on[i] = True
-        free = self._free_cells(i)
+        free = self._elsewhere(self._free_cells(i), self.cell[i])
         far = free[np.abs(free - self.cell[i]).sum(axis=1) >= MIN_PYRAMID_DISTANCE]
         choices = far if len(far) else free
         self.objects[i, PYRAMID] = choices[self.rng.integers(len(choices))]
@@ -234,6 +255,14 @@ class PyramidsModel:
         free = self._free_cells(i)
         picks = self.rng.choice(len(free), min(SCATTERED_STONES, len(free)), replace=False)
         self.objects[i, STONES:STONES + len(picks)] = free[picks]
+
+    def _elsewhere(self, cells: np.ndarray, cell: np.ndarray) -> np.ndarray:
+        """With rooms: ``cells`` in a room other than ``cell``'s (none in a doorway); else all."""
+        if not self.rooms:
+            return cells
+        rooms = _room(cells)
+        other = cells[(rooms >= 0) & (rooms != _room(cell[None])[0])]
+        return other if len(other) else cells
 
     def physics_step(self) -> None:
         pass
@@ -262,8 +291,10 @@ class PyramidsModel:
         present[:, GOLD] |= standing
         boxes[~present, 0], boxes[~present, 3] = 1.0, 0.0
         walls = np.repeat(self.walls[None], k, 0)
-        tags = np.array([SWITCH_OFF, STONE, GOAL] + [STONE] * SCATTERED_STONES + [WALL] * 4)
-        return np.concatenate([boxes, walls], 1), tags
+        inner = _cell_box(self.partition[idx].reshape(-1, 2), 0.0, 2.0).reshape(k, -1, 6)
+        tags = np.array([SWITCH_OFF, STONE, GOAL] + [STONE] * SCATTERED_STONES
+                        + [WALL] * (4 + inner.shape[1]))
+        return np.concatenate([boxes, walls, inner], 1), tags
 
     def observe(self, idx: np.ndarray) -> list:
         k = len(idx)
@@ -303,6 +334,7 @@ def _next_step(model: PyramidsModel, i: int, goal: np.ndarray) -> np.ndarray | N
     """The first cell of a shortest path from area i's agent to a cell next to ``goal`` (then
     ``goal`` itself: touching it), avoiding objects; None when unreachable."""
     blocked = np.zeros((SIZE, SIZE), bool)
+    blocked[tuple(model.partition[i].T)] = True
     for c in model.objects[i]:
         if c[0] >= 0:
             blocked[tuple(c)] = True
@@ -330,10 +362,29 @@ def _next_step(model: PyramidsModel, i: int, goal: np.ndarray) -> np.ndarray | N
     return None
 
 
+def _partition(rng: np.random.Generator) -> np.ndarray:
+    """[N_PARTITION, 2] inner wall cells: column and row ``DIVIDER``, one random door in each
+    of their four stretches between the crossing and the outer walls."""
+    cells = []
+    for stretch in (range(0, DIVIDER), range(DIVIDER + 1, SIZE)):
+        for along_x in (False, True):
+            door = rng.integers(stretch.start, stretch.stop)
+            cells += [(j, DIVIDER) if along_x else (DIVIDER, j) for j in stretch if j != door]
+    cells.append((DIVIDER, DIVIDER))
+    return np.array(cells, np.int64)
+
+
+def _room(cells: np.ndarray) -> np.ndarray:
+    """[m] room index 0-3 of each cell [m, 2] (-1 on the inner walls' lines: doorways)."""
+    on_line = (cells == DIVIDER).any(axis=1)
+    return np.where(on_line, -1, (cells[:, 0] > DIVIDER) * 2 + (cells[:, 1] > DIVIDER))
+
+
 def _free(model: PyramidsModel, i: int, cell: np.ndarray) -> bool:
     """Whether ``cell`` is inside area i's room and holds no object."""
     inside = bool(((0 <= cell) & (cell < SIZE)).all())
-    return inside and not (model.objects[i] == cell).all(axis=1).any()
+    return inside and not (np.concatenate([model.objects[i], model.partition[i]]) == cell
+                           ).all(axis=1).any()
 
 
 def heuristic_action(model: PyramidsModel, idx: np.ndarray) -> np.ndarray:
