@@ -189,7 +189,7 @@ class PyramidsModel:
             self.objects[i] = -1
             if self.rooms:
                 self.partition[i] = _partition(self.rng)
-                self.cell[i] = -1
+                self.cell[i] = self.partition[i, 0]  # a wall cell: every free cell counts
                 free = self._free_cells(i)
                 self.cell[i] = free[self.rng.integers(len(free))]
             else:
