@@ -175,13 +175,14 @@ def test_pyramid_push_option_parses_and_names_the_bad_value():
         raise AssertionError("a bad rule was accepted")
 
 
-def _agent_facing_the_pyramid(rule: str, pushes: int = 3):
+def _agent_facing_the_pyramid(rule: str, pushes: int = 3, start=(5, 4), **options):
+    """One agent at ``start`` facing +z, the switch on, the pyramid at (5, 6)."""
     academy = Academy(SCENES["Pyramids"], PlayerOptions(agents=(1,), pyramid_pushes=pushes,
-                                                        pyramid_push=rule), seed=2)
+                                                        pyramid_push=rule, **options), seed=2)
     model = academy.groups[0].model
     academy.reset()
     model.objects[0] = -1
-    model.cell[0], model.heading[0] = (5, 4), 0
+    model.cell[0], model.heading[0] = start, 0
     model.switch_on[0] = True
     model.objects[0, P.PYRAMID] = (5, 6)
     return model
@@ -231,15 +232,7 @@ def test_a_pyramid_left_alone_stands_whole_again_after_recover_decisions():
     """``--standin-pyramid-recover K``: pushes count only in a burst; K decisions without one
     and the pyramid is whole again (its full height in the rays)."""
     assert parse_args(["--standin-pyramid-recover", "4"]).pyramid_recover == 4
-    academy = Academy(SCENES["Pyramids"], PlayerOptions(agents=(1,), pyramid_pushes=3,
-                                                        pyramid_push="touch", pyramid_recover=2),
-                      seed=2)
-    model = academy.groups[0].model
-    academy.reset()
-    model.objects[0] = -1
-    model.cell[0], model.heading[0] = (5, 5), 0
-    model.switch_on[0] = True
-    model.objects[0, P.PYRAMID] = (5, 6)
+    model = _agent_facing_the_pyramid("touch", start=(5, 5), pyramid_recover=2)
     whole = model._boxes(np.array([0]))[0][0, P.PYRAMID, 4]
     for action in (P.FORWARD, P.FORWARD, P.NOTHING, P.NOTHING):   # 2 pushes, 2 waits: kept
         _decide(model, action)
