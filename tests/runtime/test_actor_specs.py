@@ -73,6 +73,34 @@ def test_a_niceness_out_of_range_is_refused_naming_the_key(tmp_path: Path):
         _specs(tmp_path, "  actor_niceness: 25\n")
 
 
+def test_a_sync_learner_takes_the_cores_its_waiting_actors_leave_an_async_one_takes_one(
+        tmp_path: Path, monkeypatch):
+    import os
+
+    from unity_rl.training.wiring import SYNC_LEARNER_MAX_THREADS, learner_torch_threads
+
+    def threads(extra: str) -> int:
+        path = tmp_path / "run.yaml"
+        path.write_text(CONFIG + extra)
+        return learner_torch_threads(load_config(path).unity_rl)
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    assert threads("  mode: sync\n") == 3
+    assert threads("  mode: async\n") == 1
+    assert threads("  mode: async\n  torch_threads: 2\n") == 2
+    assert threads("  mode: sync\n  torch_threads: 1\n") == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    assert threads("  mode: sync\n") == SYNC_LEARNER_MAX_THREADS == 4
+
+
+def test_torch_threads_below_one_is_refused_naming_the_key(tmp_path: Path):
+    import pytest
+
+    from unity_rl.errors import ConfigError
+    with pytest.raises(ConfigError, match="torch_threads"):
+        _specs(tmp_path, "  torch_threads: 0\n")
+
+
 def _child_niceness(niceness: int, out) -> None:
     import os
 

@@ -101,8 +101,10 @@ class UnityRLConfig:
     max_actor_restarts: int | None = None
     """Re-creations of a dead or hung actor allowed per actor, local or Ray (-1: no limit);
     null: the builds' restart quota (env_settings.max_lifetime_restarts with its rate limit)."""
-    torch_threads: int = 1
-    """torch intra-op threads of the learner (actors always use 1)."""
+    torch_threads: int | None = None
+    """torch intra-op threads of the learner (actors always use 1); null: in sync mode this
+    machine's cores up to 4 (actors and their builds wait while the learner updates), in async
+    mode 1 (they keep the other cores busy)."""
     actor_niceness: int | None = None
     """Niceness (Linux ``nice``, 0-19) added to each actor process and so to its builds: null is
     10 in async mode (when cores are short the learner is served first and pays its updates as
@@ -139,8 +141,9 @@ class UnityRLConfig:
         check_field(self.max_actor_restarts is None or (is_int(self.max_actor_restarts)
                and self.max_actor_restarts >= -1), s, "max_actor_restarts",
                "null or an int >= -1", self.max_actor_restarts)
-        check_field(is_int(self.torch_threads) and self.torch_threads >= 1, s, "torch_threads",
-               "an int >= 1", self.torch_threads)
+        check_field(self.torch_threads is None or (is_int(self.torch_threads)
+                    and self.torch_threads >= 1), s, "torch_threads", "null or an int >= 1",
+                    self.torch_threads)
         check_field(self.actor_niceness is None or (is_int(self.actor_niceness)
                     and 0 <= self.actor_niceness <= 19), s, "actor_niceness",
                     "null or an int from 0 to 19", self.actor_niceness)

@@ -65,7 +65,7 @@ from unity_rl.runtime.process_state import seed_everything, shielded
 from unity_rl.training.results import TrainResult
 from unity_rl.training.resume import initial_state, load_state, resolve_seed, restore_curricula
 from unity_rl.training.session import TrainingSession
-from unity_rl.training.wiring import actor_specs, make_algorithms, wire
+from unity_rl.training.wiring import actor_specs, learner_torch_threads, make_algorithms, wire
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
         state = None  # run the weights with fresh counters; nothing of the run is overwritten
     seed = int(state["seed"]) if state else resolve_seed(cfg)
     seed_everything(seed)
-    torch.set_num_threads(cfg.unity_rl.torch_threads)  # the host owns process-wide torch state
+    torch.set_num_threads(learner_torch_threads(cfg.unity_rl))  # the host owns process-wide torch state
     keep_freed_memory()  # and the allocator's: buffers of camera rows reuse freed memory
     ck = cfg.checkpoint_settings  # lessons come back with --resume only (mlagents-learn's)
     curricula = restore_curricula(cfg, seed, initial if ck.inference and ck.resume else state)

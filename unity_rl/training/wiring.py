@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -110,6 +111,24 @@ def actor_niceness(rl) -> int:
         return int(rl.actor_niceness)
     return ASYNC_ACTOR_NICENESS if rl.mode == "async" else 0
 
+
+def learner_torch_threads(rl) -> int:
+    """``unity_rl.torch_threads``, null resolved: in sync mode the cores this process may use,
+    up to ``SYNC_LEARNER_MAX_THREADS`` (actors and builds wait during an update, so the cores
+    would idle); 1 in async mode (actors and builds keep the other cores busy, and contended
+    intra-op threads slow an update down many times over)."""
+    if rl.torch_threads is not None:
+        return int(rl.torch_threads)
+    if rl.mode != "sync":
+        return 1
+    usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    cores = len(usable) if usable else (os.cpu_count() or 1)
+    return max(1, min(cores, SYNC_LEARNER_MAX_THREADS))
+
+
+SYNC_LEARNER_MAX_THREADS = 4
+"""The most intra-op threads a sync learner takes by default (mlagents-learn caps at 4 too, and
+at half the cores)."""
 
 ASYNC_ACTOR_NICENESS = 10
 """Async actors' default niceness: CFS then gives a busy learner about 10x an actor's share."""
