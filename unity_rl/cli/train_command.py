@@ -27,7 +27,8 @@ def _train_overrides(args: argparse.Namespace, env_path: str | None) -> dict[str
     values = {
         **launch_arguments(args), "env_path": env_path,
         "run_id": args.run_id, "results_dir": args.results_dir,
-        "torch_device": args.torch_device, "debug": args.debug,
+        "torch_device": args.torch_device, "torch_threads": args.torch_threads,
+        "debug": args.debug,
         "mode": args.mode, "num_actors": args.num_actors, "backend": args.backend,
         "ray_address": args.ray_address, "num_cpus_per_actor": args.num_cpus_per_actor,
         "max_actor_restarts": args.max_actor_restarts,
