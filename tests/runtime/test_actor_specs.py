@@ -73,19 +73,23 @@ def test_a_niceness_out_of_range_is_refused_naming_the_key(tmp_path: Path):
         _specs(tmp_path, "  actor_niceness: 25\n")
 
 
-def test_a_sync_learner_takes_the_cores_its_waiting_actors_leave_an_async_one_takes_one(
+def test_a_sync_learner_of_wide_networks_takes_the_cores_its_waiting_actors_leave(
         tmp_path: Path, monkeypatch):
     import os
 
     from unity_rl.training.wiring import SYNC_LEARNER_MAX_THREADS, learner_torch_threads
 
-    def threads(extra: str) -> int:
+    def threads(extra: str, units: int = 512) -> int:
         path = tmp_path / "run.yaml"
-        path.write_text(CONFIG + extra)
-        return learner_torch_threads(load_config(path).unity_rl)
+        path.write_text(CONFIG.replace("    trainer_type: ppo\n", "    trainer_type: ppo\n"
+                                       f"    network_settings: {{hidden_units: {units}}}\n")
+                        + extra)
+        return learner_torch_threads(load_config(path))
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
     assert threads("  mode: sync\n") == 3
+    assert threads("  mode: sync\n", units=256) == 3
+    assert threads("  mode: sync\n", units=128) == 1      # narrow layers: threads cost more
     assert threads("  mode: async\n") == 1
     assert threads("  mode: async\n  torch_threads: 2\n") == 2
     assert threads("  mode: sync\n  torch_threads: 1\n") == 1

@@ -102,9 +102,10 @@ class UnityRLConfig:
     """Re-creations of a dead or hung actor allowed per actor, local or Ray (-1: no limit);
     null: the builds' restart quota (env_settings.max_lifetime_restarts with its rate limit)."""
     torch_threads: int | None = None
-    """torch intra-op threads of the learner (actors always use 1); null: in sync mode this
-    machine's cores up to 4 (actors and their builds wait while the learner updates), in async
-    mode 1 (they keep the other cores busy)."""
+    """torch intra-op threads of the learner (actors always use 1); null: in sync mode with
+    networks 256 units wide or wider this machine's cores up to 4 (actors and their builds wait
+    while the learner updates), else 1 (async: they keep the other cores busy; narrow networks
+    gain nothing)."""
     actor_niceness: int | None = None
     """Niceness (Linux ``nice``, 0-19) added to each actor process and so to its builds: null is
     10 in async mode (when cores are short the learner is served first and pays its updates as

@@ -92,7 +92,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
         state = None  # run the weights with fresh counters; nothing of the run is overwritten
     seed = int(state["seed"]) if state else resolve_seed(cfg)
     seed_everything(seed)
-    torch.set_num_threads(learner_torch_threads(cfg.unity_rl))  # the host owns process-wide torch state
+    torch.set_num_threads(learner_torch_threads(cfg))  # the host owns process-wide torch state
     keep_freed_memory()  # and the allocator's: buffers of camera rows reuse freed memory
     ck = cfg.checkpoint_settings  # lessons come back with --resume only (mlagents-learn's)
     curricula = restore_curricula(cfg, seed, initial if ck.inference and ck.resume else state)

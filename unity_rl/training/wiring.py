@@ -112,19 +112,28 @@ def actor_niceness(rl) -> int:
     return ASYNC_ACTOR_NICENESS if rl.mode == "async" else 0
 
 
-def learner_torch_threads(rl) -> int:
-    """``unity_rl.torch_threads``, null resolved: in sync mode the cores this process may use,
-    up to ``SYNC_LEARNER_MAX_THREADS`` (actors and builds wait during an update, so the cores
-    would idle); 1 in async mode (actors and builds keep the other cores busy, and contended
-    intra-op threads slow an update down many times over)."""
+def learner_torch_threads(cfg: RunConfig) -> int:
+    """``unity_rl.torch_threads``, null resolved: 1 in async mode (actors and builds keep the
+    other cores busy, and contended intra-op threads slow an update down); in sync mode, when a
+    trained behavior's networks are ``WIDE_NETWORK_UNITS`` wide or wider, the cores this process
+    may use up to ``SYNC_LEARNER_MAX_THREADS`` (actors and builds wait during an update, so the
+    cores would idle), else 1 (narrower layers pay more for the threads than they gain)."""
+    rl = cfg.unity_rl
     if rl.torch_threads is not None:
         return int(rl.torch_threads)
-    if rl.mode != "sync":
+    sections, default = training_sections(cfg)
+    widths = [b.network_settings.hidden_units for b in [*sections.values(), default] if b]
+    if rl.mode != "sync" or max(widths, default=0) < WIDE_NETWORK_UNITS:
         return 1
     usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     cores = len(usable) if usable else (os.cpu_count() or 1)
     return max(1, min(cores, SYNC_LEARNER_MAX_THREADS))
 
+
+WIDE_NETWORK_UNITS = 256
+"""``hidden_units`` from which a sync learner takes several threads. One PPO update on 2 idle
+cores, 2 threads against 1 (stop 31): 512 units 1.6-1.8x faster (Worm, Pyramids sizes), 256
+units 1.0-1.35x, 128 units 0.8-0.9x (3DBall sizes: slower)."""
 
 SYNC_LEARNER_MAX_THREADS = 4
 """The most intra-op threads a sync learner takes by default (mlagents-learn caps at 4 too, and
