@@ -4,8 +4,9 @@ The evidence behind ``unity_rl.torch_threads: null`` (``training/wiring.py``,
 ``WIDE_NETWORK_UNITS``): a sync learner takes several threads only when its networks are wide
 enough to gain from them. For each size below, random Worm-like trajectories (continuous
 actions, a normalised vector observation) go through ``PPOLearner.prepare`` and ``optimise``
-``--repeats`` times at each thread count; the table gives the median update seconds and the
-speed-up of N threads over 1. Run it on an otherwise idle machine: contended threads measure
+``--repeats`` times at each thread count, each size and count in a fresh process (within one
+process, earlier learners and thread switches skewed later timings by up to 4x); the table gives
+the median update seconds and the speed-up of N threads over 1. Run it on an otherwise idle machine: contended threads measure
 the contention, not the network::
 
     .venv/bin/python benchmarks/learner_threads.py [--threads 2] [--repeats 3]
@@ -18,6 +19,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -75,19 +77,32 @@ def time_update(size: tuple, threads: int, repeats: int) -> list[float]:
     return seconds[1:]
 
 
+def median_in_fresh_process(name: str, threads: int, repeats: int) -> float:
+    """``time_update`` of size ``name`` in a new interpreter: its median update seconds."""
+    out = subprocess.run([sys.executable, __file__, "--one", name, str(threads), str(repeats)],
+                         check=True, capture_output=True, text=True).stdout
+    return float(out.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=2, help="the N compared with 1")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/learner_threads.json")
+    parser.add_argument("--one", nargs=3, metavar=("SIZE", "THREADS", "REPEATS"),
+                        help=argparse.SUPPRESS)  # a child: print one median and exit
     args = parser.parse_args()
+    if args.one:
+        name, threads, repeats = args.one
+        print(statistics.median(time_update(SIZES[name], int(threads), int(repeats))))
+        return
     rows = []
     print(f"one PPO update (3 epochs), median of {args.repeats}; load {os.getloadavg()[0]:.2f}")
     print(f"{'size':<34}{'units':>6}{'batch':>7}{'1 thread s':>12}{f'{args.threads} threads s':>13}"
           f"{'speed-up':>10}")
     for name, size in SIZES.items():
-        one = statistics.median(time_update(size, 1, args.repeats))
-        many = statistics.median(time_update(size, args.threads, args.repeats))
+        one = median_in_fresh_process(name, 1, args.repeats)
+        many = median_in_fresh_process(name, args.threads, args.repeats)
         rows.append({"size": name, "obs": size[0], "actions": size[1], "hidden_units": size[2],
                      "num_layers": size[3], "batch_size": size[4], "buffer_size": size[5],
                      "one_thread_s": one, "n_threads_s": many, "speed_up": one / many})

@@ -132,8 +132,9 @@ def learner_torch_threads(cfg: RunConfig) -> int:
 
 WIDE_NETWORK_UNITS = 256
 """``hidden_units`` from which a sync learner takes several threads. One PPO update on 2 idle
-cores, 2 threads against 1 (stop 31): 512 units 1.6-1.8x faster (Worm, Pyramids sizes), 256
-units 1.0-1.35x, 128 units 0.8-0.9x (3DBall sizes: slower)."""
+cores, 2 threads against 1 (``benchmarks/learner_threads.py``, two runs, stop 31): 128 units
+0.78-1.12x (3DBall sizes), 256 units 0.94-1.22x at batch 128 and 1.44-1.64x at 512, 512 units
+1.06-1.59x at batch 128 and 2.3-3.1x at Worm's 2,024."""
 
 SYNC_LEARNER_MAX_THREADS = 4
 """The most intra-op threads a sync learner takes by default (mlagents-learn caps at 4 too, and
