@@ -43,7 +43,7 @@ to the gold brick. ``--standin-heuristic`` makes the player act with it whatever
 trainer sends (Unity's Behavior Type "Heuristic Only"; the agents still request decisions, so
 a recorder sees the observations; the actions applied are the heuristic's).
 
-About 410 lines, in one module on purpose: the scene, its survey options (push rule, recovery,
+About 420 lines, in one module on purpose: the scene, its survey options (push rule, recovery,
 rooms: docs/reward_signals.md) and the heuristic, which the model itself runs under
 ``--standin-heuristic`` (``heuristics.py`` imports it from here, so it cannot live there).
 """
