@@ -341,7 +341,8 @@ def test_the_actor_loop_decides_when_to_collect(ray_cluster, tmp_path):
         while got.count((1, 1)) < 4 or (0, 1) not in got:
             rollout = backend.receive(timeout=60)
             got.append((rollout.actor_id, rollout.publication))
-        assert got.count((0, 1)) == 1 and got.count((1, 1)) == 4
+        # the async actor may send more than four while the sync actor's one is on its way
+        assert got.count((0, 1)) == 1 and got.count((1, 1)) >= 4
         assert set(got) == {(0, 1), (1, 1)}
         waited = steps_logged(logs[0])
         time.sleep(1.5)                     # more than one wait slice of the sync loop
