@@ -22,7 +22,6 @@ import platform
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 from unittest import mock
@@ -37,6 +36,9 @@ from unity_rl.algorithms import conditioning  # noqa: E402
 from unity_rl.algorithms.network_config import NetworkConfig  # noqa: E402
 from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner  # noqa: E402
 from unity_rl.experience import StepExtras, Trajectory  # noqa: E402
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+from learner_threads import update_seconds  # noqa: E402
 
 CAMERA, GOALS, BRANCH = (3, 64, 84), 2, 5
 LENGTH, BUFFER = 32, 256
@@ -87,13 +89,7 @@ def _time_update(repeats: int) -> list[float]:
                                        rewards=rng.normal(0, 0.1, LENGTH).astype(np.float32),
                                        last_obs=obs[-1], terminated=False, action_masks=None,
                                        extras=StepExtras()))
-    seconds = []
-    for _ in range(repeats + 1):  # the first warms the allocator and is not counted
-        batch_data = learner.prepare(trajectories)
-        t0 = time.perf_counter()
-        learner.optimise(batch_data)
-        seconds.append(time.perf_counter() - t0)
-    return seconds[1:]
+    return update_seconds(learner, trajectories, repeats)
 
 
 def median_in_fresh_process(variant: str, repeats: int) -> float:

@@ -68,8 +68,14 @@ def time_update(size: tuple, threads: int, repeats: int) -> list[float]:
                                last_obs=obs[k * LENGTH], terminated=False, action_masks=None,
                                extras=StepExtras())
                     for k in range(n // LENGTH)]
+    return update_seconds(learner, trajectories, repeats)
+
+
+def update_seconds(learner: PPOLearner, trajectories: list, repeats: int) -> list[float]:
+    """Seconds of ``learner.optimise`` (the epochs of minibatches) on ``trajectories``,
+    ``repeats`` times after one warm-up update that is not counted (it warms the allocator)."""
     seconds = []
-    for _ in range(repeats + 1):  # the first warms the allocator and is not counted
+    for _ in range(repeats + 1):
         batch_data = learner.prepare(trajectories)
         t0 = time.perf_counter()
         learner.optimise(batch_data)
