@@ -81,7 +81,8 @@ def test_policy_copies_follow_the_goal_indices_of_the_weights():
         actions, _, values = policy.act(obs, deterministic=True)
         np.testing.assert_array_equal(actions, expected.numpy())
         assert np.isnan(values).all()   # actors spend no critic pass: the learner computes values
-        with torch.no_grad():           # the copy's critic is the learner's all the same
+        policy.load_weights(learner.weights(include_critic=True))  # a saved policy's whole network
+        with torch.no_grad():           # then the copy's critic is the learner's
             np.testing.assert_allclose(policy.model.get_value(torch.from_numpy(obs))[:, 0].numpy(),
                                        learner.model.get_value(torch.from_numpy(obs))[:, 0]
                                        .numpy(), atol=1e-6)

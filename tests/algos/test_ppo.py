@@ -202,6 +202,27 @@ def test_weights_are_detached_cpu_copies():
         policy.load_weights(learner.weights())
 
 
+def test_actors_get_the_actor_without_the_critic_and_act_as_with_the_whole_network():
+    net = NetworkConfig(hidden_units=8, num_layers=1)
+    learner = PPOLearner(3, CONTINUOUS, PPOConfig(buffer_size=64, minibatch_size=16), net, seed=0)
+    learner.update(_random_trajectories(np.random.default_rng(0)))
+    published, whole = learner.weights(), learner.weights(include_critic=True)
+    critic = sorted(set(whole["model"]) - set(published["model"]))
+    assert critic and all(k.split(".")[0] in ("critic", "value_heads") for k in critic)
+    assert learner.parameter_count() == sum(p.numel() for p in learner.model.parameters())
+    obs = np.random.default_rng(1).normal(size=(5, 3)).astype(np.float32)
+    acted = []
+    for weights in (published, whole):
+        policy = PPOPolicy(3, CONTINUOUS, net, seed=7)
+        policy.load_weights(weights)
+        acted.append(policy.act(obs, deterministic=True)[0])
+    np.testing.assert_array_equal(acted[0], acted[1])
+    actor_key = next(k for k in published["model"] if k.startswith("actor"))
+    del published["model"][actor_key]
+    with pytest.raises(RuntimeError, match=actor_key):  # only the critic may be left out
+        PPOPolicy(3, CONTINUOUS, net).load_weights(published)
+
+
 def test_bad_action_specs_and_config_values_are_rejected():
     with pytest.raises(ValueError, match="neither"):
         PPOPolicy(2, SimpleNamespace(continuous_size=0, discrete_branches=()), NetworkConfig())

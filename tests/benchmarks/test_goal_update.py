@@ -31,6 +31,9 @@ def test_each_repeat_times_one_update():
     before = torch.get_num_threads()
     try:
         seconds = goal_update.time_update("per distinct goal", repeats=1)
+        assert torch.get_num_threads() == 1
+        goal_update.time_update("per distinct goal", repeats=1, threads=2)
+        assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
     assert len(seconds) == 1 and seconds[0] > 0

@@ -77,19 +77,24 @@ def test_a_sync_learner_of_wide_networks_takes_the_cores_its_waiting_actors_leav
         tmp_path: Path, monkeypatch):
     import os
 
-    from unity_rl.training.wiring import SYNC_LEARNER_MAX_THREADS, learner_torch_threads
+    from unity_rl.training.wiring import (LARGE_LEARNER_PARAMETERS, SYNC_LEARNER_MAX_THREADS,
+                                          learner_torch_threads)
 
-    def threads(extra: str, units: int = 512) -> int:
+    def threads(extra: str, units: int = 512, parameters: int = 0) -> int:
         path = tmp_path / "run.yaml"
         path.write_text(CONFIG.replace("    trainer_type: ppo\n", "    trainer_type: ppo\n"
                                        f"    network_settings: {{hidden_units: {units}}}\n")
                         + extra)
-        return learner_torch_threads(load_config(path))
+        return learner_torch_threads(load_config(path), parameters)
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
     assert threads("  mode: sync\n") == 3
     assert threads("  mode: sync\n", units=256) == 3
     assert threads("  mode: sync\n", units=128) == 1      # narrow layers: threads cost more
+    # narrow but large (GridWorld's hyper layers): Adam and the big layers gain from threads
+    assert threads("  mode: sync\n", units=128, parameters=LARGE_LEARNER_PARAMETERS) == 3
+    assert threads("  mode: sync\n", units=128, parameters=LARGE_LEARNER_PARAMETERS - 1) == 1
+    assert threads("  mode: async\n", units=128, parameters=LARGE_LEARNER_PARAMETERS) == 1
     assert threads("  mode: async\n") == 1
     assert threads("  mode: async\n  torch_threads: 2\n") == 2
     assert threads("  mode: sync\n  torch_threads: 1\n") == 1

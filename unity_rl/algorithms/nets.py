@@ -83,6 +83,13 @@ def seeded_init(seed: int | None) -> Iterator[None]:
         yield
 
 
+def optimised_parameter_count(*optimizers: torch.optim.Optimizer) -> int:
+    """Elements of every parameter these optimisers step (what one update optimises; the
+    trainer sizes a learner's threads by it)."""
+    return sum(p.numel() for opt in optimizers for group in opt.param_groups
+               for p in group["params"])
+
+
 def set_torch_threads(num_threads: int) -> None:
     """Pins torch's intra-op threads (a small machine is slower with more threads than cores)."""
     torch.set_num_threads(max(1, num_threads))

@@ -131,6 +131,9 @@ class SelfPlayHost:
     def export_module(self):
         return self.host.export_module()
 
+    def parameter_count(self) -> int:
+        return self.host.parameter_count()
+
     def state_dict(self) -> dict:
         return {"host": self.host.state_dict(), "ghost": self.ghost.state_dict(),
                 "steps": self._steps}

@@ -166,6 +166,10 @@ class TrainingSession:
                               f"a curriculum's completion_criteria name behavior(s) {missing}, "
                               f"which this run does not train (trained: {sorted(trained)})")
 
+    def largest_learner(self) -> int:
+        """The most parameters one behavior's update optimises (0 before ``setup``)."""
+        return max((b.host.parameter_count() for b in self.behaviors.values()), default=0)
+
     # -- loop -----------------------------------------------------------------------------------
     def runner_hosts(self) -> dict:
         """Full behavior name -> what the runner drives: the behavior's host, or its self-play

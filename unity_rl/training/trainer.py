@@ -92,7 +92,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
         state = None  # run the weights with fresh counters; nothing of the run is overwritten
     seed = int(state["seed"]) if state else resolve_seed(cfg)
     seed_everything(seed)
-    torch.set_num_threads(learner_torch_threads(cfg))  # the host owns process-wide torch state
+    torch.set_num_threads(1)  # the host owns process-wide torch state; sized after setup
     keep_freed_memory()  # and the allocator's: buffers of camera rows reuse freed memory
     ck = cfg.checkpoint_settings  # lessons come back with --resume only (mlagents-learn's)
     curricula = restore_curricula(cfg, seed, initial if ck.inference and ck.resume else state)
@@ -114,6 +114,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
                 logger.info("%d actor(s) with %d build(s) ready in %.1f s", len(infos),
                             cfg.env_settings.num_envs, time.perf_counter() - t0)
                 run.setup(infos, console)
+                torch.set_num_threads(learner_torch_threads(cfg, run.largest_learner()))
                 run.loop(runner_for(run.runner_hosts()), target_return)
                 save_at_end = True
             except KeyboardInterrupt as stop:

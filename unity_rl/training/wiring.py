@@ -112,18 +112,22 @@ def actor_niceness(rl) -> int:
     return ASYNC_ACTOR_NICENESS if rl.mode == "async" else 0
 
 
-def learner_torch_threads(cfg: RunConfig) -> int:
+def learner_torch_threads(cfg: RunConfig, parameters: int = 0) -> int:
     """``unity_rl.torch_threads``, null resolved: 1 in async mode (actors and builds keep the
     other cores busy, and contended intra-op threads slow an update down); in sync mode, when a
-    trained behavior's networks are ``WIDE_NETWORK_UNITS`` wide or wider, the cores this process
-    may use up to ``SYNC_LEARNER_MAX_THREADS`` (actors and builds wait during an update, so the
-    cores would idle), else 1 (narrower layers pay more for the threads than they gain)."""
+    trained behavior's networks are ``WIDE_NETWORK_UNITS`` wide or wider, or its learner
+    optimises ``LARGE_LEARNER_PARAMETERS`` or more (``parameters``: the largest learner's
+    ``LearnerHost.parameter_count``), the cores this process may use up to
+    ``SYNC_LEARNER_MAX_THREADS`` (actors and builds wait during an update, so the cores would
+    idle), else 1 (smaller networks pay more for the threads than they gain)."""
     rl = cfg.unity_rl
     if rl.torch_threads is not None:
         return int(rl.torch_threads)
     sections, default = training_sections(cfg)
     widths = [b.network_settings.hidden_units for b in [*sections.values(), default] if b]
-    if rl.mode != "sync" or max(widths, default=0) < WIDE_NETWORK_UNITS:
+    large = (max(widths, default=0) >= WIDE_NETWORK_UNITS
+             or parameters >= LARGE_LEARNER_PARAMETERS)
+    if rl.mode != "sync" or not large:
         return 1
     usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     cores = len(usable) if usable else (os.cpu_count() or 1)
@@ -135,6 +139,12 @@ WIDE_NETWORK_UNITS = 256
 cores, 2 threads against 1 (``benchmarks/learner_threads.py``, two runs, stop 31): 128 units
 0.78-1.12x (3DBall sizes), 256 units 0.94-1.22x at batch 128 and 1.44-1.64x at 512, 512 units
 1.06-1.59x at batch 128 and 2.3-3.1x at Worm's 2,024."""
+
+LARGE_LEARNER_PARAMETERS = 2_000_000
+"""Parameters from which a sync learner takes several threads whatever its width: Adam's step
+and the big layers' passes then dominate even a minibatch of 32. Unity's GridWorld config on its
+camera + goal stand-in (128 units, but hyper layers: 4.8M parameters), one update on 2 idle
+cores: 1.61x with 2 threads (``benchmarks/goal_update.py --threads 2``, stop 33)."""
 
 SYNC_LEARNER_MAX_THREADS = 4
 """The most intra-op threads a sync learner takes by default (mlagents-learn caps at 4 too, and

@@ -37,7 +37,7 @@ from unity_rl.algorithms.ddpg.nets import (ACTION_HIGH, ACTION_LOW, Actor, Expor
                                       cpu_state, soft_update, td_target)
 from unity_rl.algorithms.encoders import ObservationLayout, ObsShapesLike
 from unity_rl.algorithms.network_config import NetworkConfig
-from unity_rl.algorithms.nets import seeded_init
+from unity_rl.algorithms.nets import optimised_parameter_count, seeded_init
 from unity_rl.algorithms.noise import ActionNoise, make_noise
 from unity_rl.algorithms.ddpg.config import DDPGConfig, updates_owed
 from unity_rl.algorithms.offpolicy.learner import UpdateResult
@@ -312,6 +312,10 @@ class DDPGLearner:
     def export_module(self) -> nn.Module:
         """Deterministic observations -> action module on CPU, normalisation folded in (ONNX)."""
         return ExportedActor(self.actor, self.normalizer)
+
+    def parameter_count(self) -> int:
+        """Elements of the actor's and the critic's parameters (what one update steps)."""
+        return optimised_parameter_count(self.actor_optimizer, self.critic_optimizer)
 
     def state_dict(self) -> dict:
         """Everything to resume: networks, targets, optimisers, normaliser, counters.

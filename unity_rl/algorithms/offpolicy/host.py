@@ -171,6 +171,9 @@ class OffPolicyHost:
     def export_module(self) -> torch.nn.Module:
         return self.learner.export_module()
 
+    def parameter_count(self) -> int:
+        return self.learner.parameter_count()
+
     def updates_owed(self) -> int:
         return self.cfg.updates_owed(self.agent_steps, self.updates)
 

@@ -68,7 +68,7 @@ import torch
 from unity_rl.algorithms.encoders import ObservationLayout, ObsShapesLike
 from unity_rl.algorithms.image_layout import MinibatchWorkspace, converted_once
 from unity_rl.algorithms.network_config import NetworkConfig
-from unity_rl.algorithms.nets import seeded_init
+from unity_rl.algorithms.nets import optimised_parameter_count, seeded_init
 from unity_rl.algorithms.poca.config import POCAConfig
 from unity_rl.algorithms.poca.critic_rows import group_rows, lambda_return, values_by_sequence
 from unity_rl.algorithms.poca.model import POCACritic
@@ -178,8 +178,9 @@ class POCALearner:
 
     # -- weights for actors, checkpoints, export ------------------------------------------------
 
-    def weights(self) -> dict:
-        """What the actors' PPO policy copies load: the actor only (module doc)."""
+    def weights(self, include_critic: bool = False) -> dict:
+        """What the actors' PPO policy copies load: the actor only (module doc), whatever
+        ``include_critic`` says (the centralised critic is a network of its own)."""
         return {"model": {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()},
                 "normalizer": normalizer_state(self.normalizer), "version": self.version,
                 "obs_shapes": self.obs_shapes, "arch": dict(DEFAULT_ARCH),
@@ -223,6 +224,10 @@ class POCALearner:
     def export_module(self) -> DeterministicActor:
         """The actor as a deterministic CPU module, normalisation folded in (ONNX)."""
         return DeterministicActor(self.model, self.normalizer, DEFAULT_ARCH["action_clip"])
+
+    def parameter_count(self) -> int:
+        """Elements of the actor's and the critic's parameters (what one update's Adam steps)."""
+        return optimised_parameter_count(self.optimizer)
 
     # -- the algorithm --------------------------------------------------------------------------
 

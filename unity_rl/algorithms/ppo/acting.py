@@ -99,7 +99,12 @@ class PPOPolicy(ActingPolicy):
         if arch != self.arch or heads != self.model.value_head_names or structure != self.structure:
             self.structure = structure
             self._build(arch, heads)
-        self.model.load_state_dict(weights["model"])
+        # publications carry no critic (PPOLearner.weights); every other entry must be there
+        missing, unexpected = self.model.load_state_dict(weights["model"], strict=False)
+        missing = [k for k in missing if not ActorCritic.is_critic_key(k)]
+        if missing or unexpected:
+            raise RuntimeError(f"PPO policy weights do not fit the network: missing {missing}, "
+                               f"unexpected {unexpected}")
         load_normalizer(self.normalizer, weights["normalizer"])
         self.version = int(weights["version"])
 

@@ -102,13 +102,18 @@ class PPOHost:
         return metrics
 
     def weights(self) -> dict:
+        """What actors act with (no critic)."""
         return self.learner.weights()
 
     def policy_weights(self) -> dict:
-        return self.learner.weights()
+        """The whole network, as saved in ``<Behavior>.pt``."""
+        return self.learner.weights(include_critic=True)
 
     def export_module(self):
         return self.learner.export_module()
+
+    def parameter_count(self) -> int:
+        return self.learner.parameter_count()
 
     def state_dict(self) -> dict:
         """The learner's state (what ``export.load_policy`` reads), the host's version and its

@@ -78,7 +78,7 @@ from unity_rl.algorithms.encoders import ObservationLayout, ObsShapesLike
 from unity_rl.algorithms.gae import compute_gae
 from unity_rl.algorithms.image_layout import MinibatchWorkspace, converted_once
 from unity_rl.algorithms.network_config import NetworkConfig
-from unity_rl.algorithms.nets import seeded_init
+from unity_rl.algorithms.nets import optimised_parameter_count, seeded_init
 from unity_rl.algorithms.ppo.config import PPOConfig
 from unity_rl.algorithms.ppo.losses import (clipped_surrogate_loss, decayed, masked_mean,
                                             minibatch_indices, schedules, value_loss)
@@ -170,10 +170,13 @@ class PPOLearner:
 
     # -- weights for actors, checkpoints, export ------------------------------------------------
 
-    def weights(self) -> dict:
+    def weights(self, include_critic: bool = False) -> dict:
         """CPU copy for actors: {'model': state_dict, 'normalizer': state or None, 'version': int,
-        'obs_shapes', 'arch', 'value_heads'}."""
-        return {"model": {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()},
+        'obs_shapes', 'arch', 'value_heads'}. Actors never run the critic (``PPOPolicy``), so
+        its entries (``ActorCritic.is_critic_key``) stay here unless ``include_critic``: on
+        GridWorld's goal-conditioned networks that halves every publication (19 -> 9.6 MB)."""
+        return {"model": {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()
+                          if include_critic or not ActorCritic.is_critic_key(k)},
                 "normalizer": normalizer_state(self.normalizer),
                 "version": self.version,
                 "obs_shapes": self.obs_shapes,
@@ -240,6 +243,10 @@ class PPOLearner:
     def export_module(self) -> DeterministicActor:
         """A deterministic CPU module observations -> action, normalisation folded in (ONNX)."""
         return DeterministicActor(self.model, self.normalizer, DEFAULT_ARCH["action_clip"])
+
+    def parameter_count(self) -> int:
+        """Elements of the actor-critic's parameters (what one update's Adam steps)."""
+        return optimised_parameter_count(self.optimizer)
 
     # -- the algorithm --------------------------------------------------------------------------
 

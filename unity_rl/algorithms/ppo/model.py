@@ -226,6 +226,14 @@ class ActorCritic(nn.Module):
         if self.continuous_size:
             self.actor_logstd = nn.Parameter(torch.full((self.continuous_size,), float(log_std_init)))
 
+    CRITIC_MODULES = ("critic_encoder", "critic", "critic_lstm", "value_heads")
+    """Submodules only values are computed with (actors never do; ``PPOLearner.weights``)."""
+
+    @classmethod
+    def is_critic_key(cls, key: str) -> bool:
+        """Whether a state-dict entry belongs to a ``CRITIC_MODULES`` submodule."""
+        return key.split(".", 1)[0] in cls.CRITIC_MODULES
+
     @property
     def actor_head(self) -> nn.Module:
         return getattr(self, self.head_name)

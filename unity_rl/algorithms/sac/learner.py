@@ -50,7 +50,7 @@ from torch import nn
 from unity_rl.algorithms.encoders import ObservationLayout, ObsShapesLike
 from unity_rl.algorithms.image_layout import MinibatchWorkspace, converted_once
 from unity_rl.algorithms.network_config import NetworkConfig
-from unity_rl.algorithms.nets import seeded_init
+from unity_rl.algorithms.nets import optimised_parameter_count, seeded_init
 from unity_rl.algorithms.offpolicy.learner import UpdateResult
 from unity_rl.algorithms.reward_signals.base import SignalBatch
 from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
@@ -277,6 +277,10 @@ class SACLearner:
             "normalizer": None if self.normalizer is None else self.normalizer.state_dict(),
             "squash_deterministic": self.cfg.deterministic_squash,
         }
+
+    def parameter_count(self) -> int:
+        """Elements of π's, the Q's, V's and the α's parameters (what one update's Adam steps)."""
+        return optimised_parameter_count(self.optimizer)
 
     def export_module(self) -> nn.Module:
         """The deterministic policy on CPU, normalisation folded in (evaluate, ONNX)."""
