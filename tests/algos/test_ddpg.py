@@ -235,3 +235,9 @@ def test_ou_policy_noise_keys_and_reset():
     assert len(policy.noise.state) == 3
     policy.reset_noise([(0, 8)])
     assert (0, 8) not in policy.noise.state
+
+
+def test_parameter_count_is_the_actor_and_the_critic_without_their_targets():
+    learner = make_learner()
+    trained = [*learner.actor.parameters(), *learner.critic.parameters()]
+    assert learner.parameter_count() == sum(p.numel() for p in trained)

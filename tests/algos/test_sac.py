@@ -279,3 +279,12 @@ def test_a_camera_update_hands_adam_gradients_laid_out_as_their_parameters():
     convs = [s for s in seen if len(s[0]) == 4]
     assert convs, "no conv weight was trained"
     assert all(param == grad for _, param, grad in seen), [s for s in seen if s[1] != s[2]]
+
+
+def test_parameter_count_is_what_the_update_steps_not_the_target_network():
+    learner = SACLearner(6, SimpleNamespace(continuous_size=2, discrete_branches=(3,)),
+                         SACConfig(batch_size=8), NetworkConfig(hidden_units=16), seed=0)
+    trained = [*learner.policy.parameters(), *learner.q1.parameters(), *learner.q2.parameters(),
+               *learner.critic.parameters(), learner.log_alpha_discrete,
+               learner.log_alpha_continuous]
+    assert learner.parameter_count() == sum(p.numel() for p in trained)

@@ -166,7 +166,7 @@ class TrainingSession:
                               f"a curriculum's completion_criteria name behavior(s) {missing}, "
                               f"which this run does not train (trained: {sorted(trained)})")
 
-    def largest_learner(self) -> int:
+    def largest_learner_parameters(self) -> int:
         """The most parameters one behavior's update optimises (0 before ``setup``)."""
         return max((b.host.parameter_count() for b in self.behaviors.values()), default=0)
 

@@ -114,7 +114,10 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
                 logger.info("%d actor(s) with %d build(s) ready in %.1f s", len(infos),
                             cfg.env_settings.num_envs, time.perf_counter() - t0)
                 run.setup(infos, console)
-                torch.set_num_threads(learner_torch_threads(cfg, run.largest_learner()))
+                parameters = run.largest_learner_parameters()
+                torch.set_num_threads(learner_torch_threads(cfg, parameters))
+                logger.info("learner: %d torch thread(s) (largest network: %.2fM parameters)",
+                            torch.get_num_threads(), parameters / 1e6)
                 run.loop(runner_for(run.runner_hosts()), target_return)
                 save_at_end = True
             except KeyboardInterrupt as stop:
