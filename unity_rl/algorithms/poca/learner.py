@@ -50,7 +50,7 @@ normalisation) are ``ppo/batch.py``'s. What stays here is the one update, ``prep
 ``optimise``, beside the state they share (normaliser, the two critic-memory carries,
 schedules).
 
-Size (about 430 lines): ``update()`` (prepare then optimise, in the paper's order) and the
+Size (about 435 lines): ``update()`` (prepare then optimise, in the paper's order) and the
 critic's group rows stay here; the row building shared with PPO is in ``ppo/batch.py`` and the
 group-critic helpers in ``critic_rows.py``, so what is left reads as one algorithm.
 """

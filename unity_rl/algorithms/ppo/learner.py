@@ -61,7 +61,7 @@ advantage normalisation); ``memory.py`` the memory half of ``prepare``. What sta
 one update, ``prepare`` (values, GAE) then ``optimise`` (the epochs), beside the state they
 share (normaliser, critic-memory carry, schedules).
 
-Size (about 430 lines): ``prepare`` and ``optimise`` are the paper's update top to bottom;
+Size (about 435 lines): ``prepare`` and ``optimise`` are the paper's update top to bottom;
 the memory half is in ``memory.py``, the shared rows in ``batch.py`` and the losses in
 ``losses.py``; what stays is the update itself, its checkpoints and its weights.
 """

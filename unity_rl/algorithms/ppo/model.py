@@ -28,7 +28,7 @@ Learners always build it (``DEFAULT_ARCH``). The "tanh"/"orthogonal"/"unit" netw
 project's earlier versions is kept only so that weights saved by them (``LEGACY_ARCH`` when no
 ``arch`` is recorded, or the ``arch`` they record) still load for acting, evaluate and export.
 
-Size (about 410 lines): the network, its LSTM variant and the export module share one state-dict
+Size (about 420 lines): the network, its LSTM variant and the export module share one state-dict
 layout; they change together.
 """
 from __future__ import annotations
