@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from unity_rl.algorithms.conditioning import ConditionalEncoder, HyperNetwork
+from unity_rl.algorithms import conditioning
+from unity_rl.algorithms.conditioning import ConditionalEncoder, HyperNetwork, few_rows_linear
 
 REFERENCE = Path(__file__).resolve().parent / "mlagents_reference" / "conditioning.npz"
 
@@ -58,7 +59,7 @@ def test_repeated_goals_give_the_plain_layers_values_and_gradients():
     expected_grads = [p.grad.clone() for p in layer.parameters()]
     layer.zero_grad()
     rows_generated = []
-    hook = layer.hypernet.register_forward_hook(lambda m, i, o: rows_generated.append(len(o)))
+    hook = layer.hypernet[0].register_forward_hook(lambda m, i, o: rows_generated.append(len(o)))
     got = layer(x, goal)
     hook.remove()
     assert rows_generated == [2]            # once per distinct goal, not per row
@@ -69,7 +70,26 @@ def test_repeated_goals_give_the_plain_layers_values_and_gradients():
     # distinct goals in every row: the plain path, once per row
     distinct = torch.randn(10, 2)
     expected = plain(x, distinct)
-    hook = layer.hypernet.register_forward_hook(lambda m, i, o: rows_generated.append(len(o)))
+    hook = layer.hypernet[0].register_forward_hook(lambda m, i, o: rows_generated.append(len(o)))
     torch.testing.assert_close(layer(x, distinct), expected)
     hook.remove()
     assert rows_generated == [2, 10]
+
+
+@pytest.mark.parametrize("block_bytes", [2 ** 21, 8 * 7 * 5])  # one block; 5 rows, the last short
+def test_few_rows_linear_is_the_linear_layer_forward_and_backward(monkeypatch, block_bytes):
+    """The generating layer's few-rows path gives nn.Linear's values and gradients (float64
+    gradcheck), whether W's rows fit one backward block or many with a short last one."""
+    monkeypatch.setattr(conditioning, "GRADIENT_BLOCK_BYTES", block_bytes)
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(7, 53).double()
+    x = torch.randn(3, 7, dtype=torch.float64, requires_grad=True)
+    torch.testing.assert_close(few_rows_linear(x, layer), layer(x))
+    assert torch.autograd.gradcheck(
+        lambda x, w, b: conditioning._FewRowsLinear.apply(x, w, b),
+        (x, layer.weight, layer.bias))
+    # only the parameters need gradients (the input is data): dx is not computed
+    frozen = torch.randn(3, 7, dtype=torch.float64)
+    few_rows_linear(frozen, layer).sum().backward()
+    torch.testing.assert_close(layer.weight.grad, torch.ones(53, 1, dtype=torch.float64) @ frozen.sum(0, keepdim=True))
+    torch.testing.assert_close(layer.bias.grad, torch.full((53,), 3.0, dtype=torch.float64))

@@ -1,5 +1,5 @@
-"""Async flow control: a replay-ratio host that owes too many updates holds the actors
-(``unity_rl.max_update_backlog``), the runner pauses and resumes them (``Control.paused``), and a
+"""Async flow control: a host that owes too many updates (replay-ratio hosts: gradient updates;
+PPO: full buffers) holds the actors (``unity_rl.max_update_backlog``), the runner pauses and resumes them (``Control.paused``), and a
 paused actor collects nothing until resumed."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from tests.runtime.fakes import BEHAVIOR
 from tests.runtime.test_ddpg_training import ScriptedBackend, host_for, random_rollout
-from tests.runtime.test_wirings import host_for as ppo_host_for, spec, weights_of
+from tests.runtime.test_wirings import counting_host, host_for as ppo_host_for, rollout, spec, weights_of
 from unity_rl.algorithms.ddpg.config import DDPGConfig
 from unity_rl.config import ConfigError, parse_config
 from unity_rl.runtime.actor import Actor
@@ -29,6 +29,23 @@ class RecordingBackend(ScriptedBackend):
 
     def control(self, change: Control) -> None:
         self.controls.append(change)
+
+
+class OnePerPublicationBackend(RecordingBackend):
+    """One actor whose i-th rollout arrives only after publication i (the actor sends one
+    rollout while the learner trains on the one before)."""
+
+    def __init__(self, rollouts):
+        super().__init__(rollouts, num_actors=1)
+        self.released = 0
+
+    def receive(self, timeout=None):
+        if self.rollouts and self.released < len(self.versions):
+            self.released += 1
+            return self.rollouts.pop(0)
+        if timeout is not None:
+            return None
+        raise AssertionError("the runner blocked waiting for a rollout")
 
 
 def ddpg_host(max_backlog):
@@ -78,13 +95,43 @@ def test_a_host_holds_only_once_it_can_train():
     assert host.updates_owed() > 5 and not host.holds_collection()
 
 
-def test_ppo_hosts_never_hold():
+def test_ppo_hosts_hold_only_with_a_bound_and_more_full_buffers_than_it():
     actor = Actor(spec(0, sync=False))
     try:
         info = actor.start().behaviors[BEHAVIOR]
     finally:
         actor.close()
     assert ppo_host_for(info).holds_collection() is False
+    unbounded, pipelined, one_ahead = (counting_host(buffer_steps=100),
+                                       counting_host(buffer_steps=100),
+                                       counting_host(buffer_steps=100))
+    pipelined.max_backlog, one_ahead.max_backlog = 0, 1
+    for steps, holds in ((99, (False, False, False)), (1, (False, True, False)),
+                         (150, (False, True, True))):
+        for host in (unbounded, pipelined, one_ahead):
+            host.accept(rollout(0, 0, steps).segments[BEHAVIOR])
+        assert (unbounded.holds_collection(), pipelined.holds_collection(),
+                one_ahead.holds_collection()) == holds
+    pipelined.train(sync=False)                 # the update takes the whole buffer
+    assert not pipelined.holds_collection()
+
+
+def test_pipelined_ppo_pauses_the_actors_for_each_update_and_resumes_them_after_it():
+    """max_update_backlog 0: a full buffer pauses the actors before the update (they finish the
+    rollout in hand), its publication resumes them; nothing is dropped."""
+    host = counting_host(buffer_steps=100)
+    host.max_backlog = 0
+    backend = OnePerPublicationBackend([rollout(0, 0, 100), rollout(0, 0, 100),
+                                        rollout(0, 1, 100)])
+    runner = AsyncRunner(backend, {BEHAVIOR: host})
+    runner.start()
+    lags = []
+    for _ in range(3):
+        done = runner.next_update().behaviors[BEHAVIOR]
+        lags.append(done.metrics["Policy/Lag Max"])
+        assert done.metrics["Policy/Dropped Segments"] == 0 and not runner.paused
+    assert host.learner.trained == [100, 100, 100] and lags == [0, 1, 1]
+    assert backend.controls == [Control(paused=True), Control(paused=False)] * 3
 
 
 def test_pause_is_part_of_the_control_state_a_replacement_actor_starts_with():

@@ -72,8 +72,12 @@ def build_parser() -> argparse.ArgumentParser:
                             "each with its config section); the others' agents get zero actions")
     train.add_argument("--mode", choices=("sync", "async"),
                        help="sync: learner waits for every actor; async: it trains on what arrives, "
-                            "actors wait only while an off-policy learner owes more than "
+                            "actors wait only while a learner owes more than "
                             "unity_rl.max_update_backlog updates (default sync)")
+    train.add_argument("--max-update-backlog", type=int, metavar="N",
+                       help="async: actors pause while a learner owes more than N updates (SAC, "
+                            "DDPG: gradient updates; PPO: full buffers; 0 with PPO: the actors "
+                            "collect the next buffer during an update, policy lag 1; default 20)")
     train.add_argument("--num-actors", type=int, metavar="K",
                        help="actor processes; the --num-envs builds are split over them (default 1)")
     train.add_argument("--backend", choices=("local", "ray"), help="where actors run: local processes or Ray (default local)")
@@ -88,8 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--torch-device", metavar="D", help="learner device: cpu, cuda, cuda:N or mps (default: cuda if available)")
     train.add_argument("--torch-threads", type=int, metavar="N",
                        help="learner torch threads (default: in sync mode with networks of 256+ "
-                            "units the cores up to 4, else 1; give 1 when other jobs share the "
-                            "cores)")
+                            "units or 2M+ parameters the cores up to 4, else 1; give 1 when "
+                            "other jobs share the cores)")
     train.add_argument("--debug", action="store_true", default=None, help="verbose logging")
     train.set_defaults(handler=cmd_train)
 

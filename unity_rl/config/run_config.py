@@ -87,9 +87,11 @@ class UnityRLConfig:
     max_policy_lag: int = 2
     """async: segments collected with weights more than this many versions old are dropped."""
     max_update_backlog: int | None = 20
-    """async, replay-ratio trainers (SAC, DDPG): when the learner owes more gradient updates
-    than this (it trains slower than steps_per_update asks), the actors pause between rollouts
-    until it has paid half of it, so the run keeps its configured ratio; null: they never pause
+    """async: when a learner owes more updates than this, the actors pause between rollouts.
+    Replay-ratio trainers (SAC, DDPG) owe gradient updates (they train slower than
+    steps_per_update asks) and hold until they have paid half, so the run keeps its configured
+    ratio; PPO owes the full buffers waiting for it (0: the actors collect the next buffer
+    during an update, then wait for it: policy lag 1, nothing dropped); null: they never pause
     (Ape-X: the achieved ratio falls instead, ``Runtime/Replay Ratio``)."""
     backend: Literal["local", "ray"] = "local"
     """Where actors run: 'local' processes or a 'ray' cluster."""

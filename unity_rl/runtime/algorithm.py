@@ -73,8 +73,8 @@ class HostContext(NamedTuple):
     max_policy_lag: int
     """async: largest accepted lag (versions) where the algorithm drops stale data."""
     max_update_backlog: int | None = None
-    """async: most gradient updates a replay-ratio host may owe before it holds the actors
-    (``unity_rl.max_update_backlog``); None: never (Ape-X: the achieved ratio falls instead)."""
+    """async: most updates a host may owe before it holds the actors (replay-ratio hosts:
+    gradient updates; PPO: full buffers) (``unity_rl.max_update_backlog``); None: never."""
 
 
 class LearnerHost(Protocol):
@@ -94,8 +94,9 @@ class LearnerHost(Protocol):
     def holds_collection(self) -> bool:
         """async: True while this host wants every actor to pause between rollouts (it owes
         more training than it allows itself to owe); the runner pauses the actors while any host
-        holds and resumes them when none does. A host that bounds staleness otherwise (PPO drops
-        segments beyond ``max_policy_lag``) never holds."""
+        holds and resumes them when none does. PPO holds only with a ``max_update_backlog``
+        (full buffers waiting); otherwise it bounds staleness by dropping segments beyond
+        ``max_policy_lag``."""
         ...
 
     def policy_weights(self) -> dict: ...

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -26,6 +27,7 @@ from unity_rl.envs.types import short_name
 from unity_rl.runtime.algorithm import Algorithm, HostContext
 from unity_rl.runtime.backend import ActorBackend
 from unity_rl.runtime.messages import ActorInfo, BehaviorInfo, Control
+from unity_rl.runtime.runners import Round
 from unity_rl.runtime.process_state import load_rng_state, rng_state
 from unity_rl.training.behavior_run import BehaviorRun, output_names
 from unity_rl.training.curriculum import Curricula
@@ -180,7 +182,10 @@ class TrainingSession:
             hosts.update(self.selfplay.views())
         return hosts
 
-    def loop(self, runner, target_return: float | None) -> None:
+    def loop(self, runner, target_return: float | None,
+             on_round: Callable[[Round], None] | None = None) -> None:
+        """Runs rounds until every behavior is done (or ``target_return``); ``on_round`` sees
+        each round first (the trainer's ``ThreadTrial``)."""
         runner = make_selfplay_runner(runner, self.selfplay)
         runner.start()
         for name, behavior in self.behaviors.items():
@@ -188,6 +193,8 @@ class TrainingSession:
                 runner.finish(name)
         while not all(b.done for b in self.behaviors.values()):
             round_ = runner.next_update()
+            if on_round is not None:
+                on_round(round_)
             checkpoint_due = False
             for behavior in self.behaviors.values():  # the lessons the round was collected in
                 for parameter, number in self.curricula.lesson_numbers().items():

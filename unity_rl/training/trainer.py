@@ -65,6 +65,7 @@ from unity_rl.runtime.process_state import seed_everything, shielded
 from unity_rl.training.results import TrainResult
 from unity_rl.training.resume import initial_state, load_state, resolve_seed, restore_curricula
 from unity_rl.training.session import TrainingSession
+from unity_rl.training.thread_trial import ThreadTrial
 from unity_rl.training.wiring import actor_specs, learner_torch_threads, make_algorithms, wire
 
 logger = logging.getLogger(__name__)
@@ -115,10 +116,15 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
                             cfg.env_settings.num_envs, time.perf_counter() - t0)
                 run.setup(infos, console)
                 parameters = run.largest_learner_parameters()
-                torch.set_num_threads(learner_torch_threads(cfg, parameters))
-                logger.info("learner: %d torch thread(s) (largest network: %.2fM parameters)",
-                            torch.get_num_threads(), parameters / 1e6)
-                run.loop(runner_for(run.runner_hosts()), target_return)
+                threads = learner_torch_threads(cfg, parameters)
+                torch.set_num_threads(threads)
+                trial = None
+                if threads > 1 and cfg.unity_rl.torch_threads is None:
+                    trial = ThreadTrial((threads, 1))  # the rule's pick, checked on this machine
+                logger.info("learner: %d torch thread(s)%s (largest network: %.2fM parameters)",
+                            threads, " to try against 1" if trial else "", parameters / 1e6)
+                run.loop(runner_for(run.runner_hosts()), target_return,
+                         on_round=trial.observe_round if trial else None)
                 save_at_end = True
             except KeyboardInterrupt as stop:
                 interrupted, save_at_end = stop, True

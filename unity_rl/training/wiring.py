@@ -119,7 +119,10 @@ def learner_torch_threads(cfg: RunConfig, parameters: int = 0) -> int:
     optimises ``LARGE_LEARNER_PARAMETERS`` or more (``parameters``: the largest learner's
     ``LearnerHost.parameter_count``), the cores this process may use up to
     ``SYNC_LEARNER_MAX_THREADS`` (actors and builds wait during an update, so the cores would
-    idle), else 1 (smaller networks pay more for the threads than they gain)."""
+    idle), else 1 (smaller networks pay more for the threads than they gain). Where this gives
+    more than 1 and the config left it null, the trainer checks it on the machine: a
+    ``ThreadTrial`` (``training/thread_trial.py``) times the first updates at this count and at
+    1 and keeps the faster."""
     rl = cfg.unity_rl
     if rl.torch_threads is not None:
         return int(rl.torch_threads)
@@ -144,7 +147,8 @@ LARGE_LEARNER_PARAMETERS = 2_000_000
 """Parameters from which a sync learner takes several threads whatever its width: Adam's step
 and the big layers' passes then dominate even a minibatch of 32. Unity's GridWorld config on its
 camera + goal stand-in (128 units, but hyper layers: 4.8M parameters), one update on 2 idle
-cores: 1.61x with 2 threads (``benchmarks/goal_update.py --threads 2``, stop 33)."""
+cores: 1.61x with 2 threads (``benchmarks/goal_update.py --threads 2``, stop 33); on another
+2-core machine 0.94-1.13x (stop 34), which is why the trainer times both (``ThreadTrial``)."""
 
 SYNC_LEARNER_MAX_THREADS = 4
 """The most intra-op threads a sync learner takes by default (mlagents-learn caps at 4 too, and

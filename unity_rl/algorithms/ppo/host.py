@@ -9,6 +9,11 @@ The host keeps a rollout buffer in front of the pure ``PPOLearner``:
   did play them). Within the bound, PPO's clipped ratio against the stored behaviour log-probs is
   the correction (as in APPO / Sample Factory), and the learner recomputes values with its
   current critic before GAE;
+- ``holds_collection()`` (async, ``unity_rl.max_update_backlog``): True while the full buffers
+  waiting for the learner outnumber the bound. With 0 the runner pauses the actors as soon as a
+  full buffer waits, so they finish the rollout in hand during the update and then wait for its
+  weights: collection and update overlap, every segment has lag 1 and none is dropped (the
+  pipelined wiring, for a learner slower than its actors; docs/ppo.md);
 - ``ready()``: the buffer holds at least ``buffer_size`` agent-steps (ML-Agents' trigger); with
   memory each trajectory counts as padded to whole ``sequence_length`` sequences, as ML-Agents'
   ``_is_ready_update`` counts its padded update buffer; the actors fill their segments in the
@@ -44,8 +49,10 @@ class PPOHost:
     """One behavior's PPO learner and rollout buffer (fits ``algorithm.LearnerHost``)."""
 
     def __init__(self, learner: PPOLearner, *, buffer_steps: int, drop_lag: int | None,
-                 auxiliary: Sequence[AuxiliaryUpdate] = ()):
+                 auxiliary: Sequence[AuxiliaryUpdate] = (), max_backlog: int | None = None):
         self.learner = learner
+        self.max_backlog = max_backlog
+        """async: most full buffers that may wait before the host holds the actors (None: never)."""
         self.sequence_length = int(getattr(learner, "sequence_length", 1))
         """Rows a trajectory is padded to a multiple of in the buffer (1: no memory)."""
         self.auxiliary = list(auxiliary)
@@ -84,7 +91,11 @@ class PPOHost:
         return self._buffered_steps >= self.buffer_steps
 
     def holds_collection(self) -> bool:
-        return False  # staleness is bounded by dropping (max_policy_lag), never by waiting
+        """More full buffers wait than ``max_backlog`` allows (None: never holds; staleness is
+        then bounded by dropping, ``max_policy_lag``)."""
+        if self.max_backlog is None:
+            return False
+        return self._buffered_steps // self.buffer_steps > self.max_backlog
 
     def train(self, sync: bool) -> dict[str, float]:
         trajectories, self._buffer, self._buffered_steps = self._buffer, [], 0
@@ -171,7 +182,8 @@ class PPOAlgorithm(Algorithm):
                                      reward_signals=cfg.reward_signals,
                                      goal_indices=info.goal_indices)
         host = self.host_class(learner, buffer_steps=cfg.hyperparameters.buffer_size,
-                               drop_lag=ctx.max_policy_lag if ctx.mode == "async" else None)
+                               drop_lag=ctx.max_policy_lag if ctx.mode == "async" else None,
+                               max_backlog=ctx.max_update_backlog if ctx.mode == "async" else None)
         if cfg.behavioral_cloning is not None:  # once after each update, as ML-Agents
             from unity_rl.algorithms.ppo.imitation import make_behavioral_cloning
 
