@@ -46,8 +46,10 @@ from learner_threads import update_seconds  # noqa: E402
 
 CAMERA, GOALS, BRANCH = (3, 64, 84), 2, 5
 LENGTH, BUFFER = 32, 256
-VARIANTS = ("per distinct goal", "per row")
-"""How the hyper layers compute; each is timed at 1 thread (the first also at ``--threads``)."""
+VARIANTS = ("per distinct goal", "per distinct goal, nn.Linear", "per row")
+"""How the hyper layers compute; each is timed at 1 thread (the first also at ``--threads``).
+"nn.Linear": grouped, but the generating layer through ``nn.Linear`` rather than
+``conditioning.few_rows_linear`` (the evidence for the latter)."""
 
 
 @contextlib.contextmanager
@@ -56,6 +58,9 @@ def hyper_layers(variant: str):
     if variant == "per row":
         with mock.patch.object(conditioning.HyperNetwork, "_grouping_pays",
                                lambda self, distinct, rows: False):
+            yield
+    elif variant.endswith("nn.Linear"):
+        with mock.patch.object(conditioning, "few_rows_linear", lambda x, layer: layer(x)):
             yield
     else:
         yield
@@ -120,15 +125,18 @@ def main() -> None:
           f"load {os.getloadavg()[0]:.2f}")
     seconds = {variant: median_in_fresh_process(variant, args.repeats) for variant in VARIANTS}
     for variant, s in seconds.items():
-        print(f"  hyper layer {variant:<18} 1 thread  {s:7.3f} s")
+        print(f"  hyper layer {variant:<30} 1 thread  {s:7.3f} s")
     speed_up = seconds["per row"] / seconds["per distinct goal"]
     print(f"  speed-up of grouping: {speed_up:.2f}x")
+    few_rows_speed_up = seconds["per distinct goal, nn.Linear"] / seconds["per distinct goal"]
+    print(f"  speed-up of few_rows_linear over nn.Linear: {few_rows_speed_up:.2f}x")
     result = {"repeats": args.repeats, "cpus": os.cpu_count(), "torch": torch.__version__,
-              "machine": platform.machine(), "update_s": seconds, "speed_up": speed_up}
+              "machine": platform.machine(), "update_s": seconds, "speed_up": speed_up,
+              "few_rows_speed_up": few_rows_speed_up}
     if args.threads > 1:
         threaded = median_in_fresh_process(VARIANTS[0], args.repeats, args.threads)
         threads_speed_up = seconds[VARIANTS[0]] / threaded
-        print(f"  hyper layer {VARIANTS[0]:<18} {args.threads} threads {threaded:7.3f} s: "
+        print(f"  hyper layer {VARIANTS[0]:<30} {args.threads} threads {threaded:7.3f} s: "
               f"{threads_speed_up:.2f}x over 1 thread")
         result.update(threads=args.threads, threaded_update_s=threaded,
                       threads_speed_up=threads_speed_up)
