@@ -3,9 +3,10 @@ null``).
 
 Whether intra-op threads speed an update up depends on the machine as much as on the network.
 Unity's GridWorld config (4.8M parameters in hyper layers) updated 1.61x faster on 2 threads
-than on 1 on one 2-core machine (stop 33). On another (stop 34) the same update took 0.94-1.13x
-as long, and a whole sync run collected 148 agent-steps/s on 2 threads against 183 on 1: its
-updates are bound by memory, and a second thread only contends for it. The rule
+than on 1 on one 2-core machine (stop 33). On another (stop 34) 2 threads ran it 0.94x, 1.13x
+and 1.88x as fast as 1 within one hour, and a whole sync run collected 148 agent-steps/s on 2
+threads against 183 on 1: there its updates are bound by memory, which a second thread contends
+for. The rule
 (``wiring.learner_torch_threads``) says when several threads may pay; where it gives a learner
 more than one, the run checks. ``ThreadTrial`` alternates the rule's count and 1 over the first
 updates (after ``warmup`` of them, which warm the allocator), ``updates_each`` times each, then
