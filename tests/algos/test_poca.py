@@ -210,3 +210,41 @@ def test_a_camera_update_with_mates_runs_its_backward_pass():
     metrics = poca.update(trajectories(np.random.default_rng(3), obs=int(np.prod(shape))))
     assert np.isfinite(metrics["Losses/Baseline Loss"])
     assert any(not torch.equal(b, p) for b, p in zip(before, poca.critic.parameters()))
+
+
+def test_lagged_rows_train_with_the_decoupled_objective():
+    """``lags`` (async) as PPO's (``test_ppo_lag.py``): all 0 is the plain update; lagged rows
+    whose stored log-probs are the current policy's train as on-policy rows; with another
+    behaviour the update differs; with memory the lagged rows are the padded batch's."""
+    plain_net = NetworkConfig(hidden_units=16, num_layers=1)
+    make = lambda: POCALearner([(4,)], SPEC, POCAConfig(buffer_size=32, minibatch_size=16),  # noqa: E731
+                               plain_net, seed=0)
+    data = trajectories(np.random.default_rng(2))
+    probe = make()
+    batch = probe.prepare(data)
+    with torch.no_grad():
+        current = probe.model.distribution(batch.obs, batch.masks, None, 1).log_prob(batch.actions)
+    own = [t._replace(logprobs=current[i * 8:(i + 1) * 8].numpy()) for i, t in enumerate(data)]
+
+    def params_after(rows, lags):
+        poca = make()
+        poca.update(rows, lags=lags)
+        return [p.detach().clone() for p in poca.model.parameters()]
+
+    plain = params_after(data, None)
+    assert all(torch.equal(a, b) for a, b in zip(plain, params_after(data, [0, 0, 0, 0])))
+    assert not all(torch.equal(a, b) for a, b in zip(plain, params_after(data, [1, 0, 2, 1])))
+    for a, b in zip(params_after(own, None), params_after(own, [1, 1, 1, 1])):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+    from unity_rl.algorithms.network_config import MemoryConfig
+    recurrent = POCALearner([(4,)], SPEC, POCAConfig(buffer_size=32, minibatch_size=16),
+                            NetworkConfig(hidden_units=16, num_layers=1,
+                                          memory=MemoryConfig(sequence_length=4, memory_size=8)),
+                            seed=0)
+    rng = np.random.default_rng(1)
+    rows = [t._replace(extras=t.extras._replace(memories=rng.normal(size=(7, 8)).astype(
+        np.float32))) for t in trajectories(rng, n=3, length=7)]
+    batch = recurrent.prepare(rows, lags=[0, 1, 0])
+    assert batch.stale.tolist() == [False] * 8 + [True] * 7 + [False] * 9
+    assert np.isfinite(recurrent.optimise(batch)["Losses/Policy Loss"])

@@ -254,7 +254,7 @@ class CountingLearner:
     def weights(self):
         return {"version": self.version}
 
-    def update(self, trajectories, collected_steps=None, episode_length=None):
+    def update(self, trajectories, collected_steps=None, episode_length=None, lags=None):
         self.trained.append(sum(len(t.rewards) for t in trajectories))
         self.collected.append(collected_steps)
         self.version += 1

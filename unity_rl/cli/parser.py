@@ -78,6 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="async: actors pause while a learner owes more than N updates (SAC, "
                             "DDPG: gradient updates; PPO: full buffers; 0 with PPO: the actors "
                             "collect the next buffer during an update, policy lag 1; default 20)")
+    train.add_argument("--lag-correction", choices=("decoupled", "behaviour"),
+                       help="async PPO/POCA, rows acted with older weights: decoupled centres "
+                            "the clipped ratio on the learner's current policy and weights each "
+                            "term by the behaviour's importance weight; behaviour centres it on "
+                            "the stored log-probs (default decoupled)")
     train.add_argument("--num-actors", type=int, metavar="K",
                        help="actor processes; the --num-envs builds are split over them (default 1)")
     train.add_argument("--backend", choices=("local", "ray"), help="where actors run: local processes or Ray (default local)")

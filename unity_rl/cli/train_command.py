@@ -30,7 +30,7 @@ def _train_overrides(args: argparse.Namespace, env_path: str | None) -> dict[str
         "torch_device": args.torch_device, "torch_threads": args.torch_threads,
         "debug": args.debug,
         "mode": args.mode, "num_actors": args.num_actors, "backend": args.backend,
-        "max_update_backlog": args.max_update_backlog,
+        "max_update_backlog": args.max_update_backlog, "lag_correction": args.lag_correction,
         "ray_address": args.ray_address, "num_cpus_per_actor": args.num_cpus_per_actor,
         "max_actor_restarts": args.max_actor_restarts,
         "max_steps": args.max_steps, "behavior": args.behavior,

@@ -86,6 +86,11 @@ class UnityRLConfig:
     """Agent-steps an actor collects per segment (None: see resolve_segment_steps)."""
     max_policy_lag: int = 2
     """async: segments collected with weights more than this many versions old are dropped."""
+    lag_correction: Literal["decoupled", "behaviour"] = "decoupled"
+    """async PPO/POCA, rows acted with older weights: 'decoupled' centres the clipped ratio on the
+    learner's policy at the update's start and weights each term by π_prox/π_behav (Hilton et
+    al. 2021); 'behaviour' centres it on the stored behaviour log-probs (plain PPO, as before).
+    Sync runs have no lagged rows: the same update either way."""
     max_update_backlog: int | None = 20
     """async: when a learner owes more updates than this, the actors pause between rollouts.
     Replay-ratio trainers (SAC, DDPG) owe gradient updates (they train slower than
@@ -133,6 +138,8 @@ class UnityRLConfig:
                "segment_steps", "null or an int >= 1", self.segment_steps)
         check_field(is_int(self.max_policy_lag) and self.max_policy_lag >= 0, s, "max_policy_lag",
                "an int >= 0", self.max_policy_lag)
+        check_field(self.lag_correction in ("decoupled", "behaviour"), s, "lag_correction",
+                    "'decoupled' or 'behaviour'", self.lag_correction)
         check_field(self.max_update_backlog is None or (is_int(self.max_update_backlog)
                     and self.max_update_backlog >= 0), s, "max_update_backlog",
                     "null or an int >= 0", self.max_update_backlog)

@@ -50,7 +50,9 @@ normalisation) are ``ppo/batch.py``'s. What stays here is the one update, ``prep
 ``optimise``, beside the state they share (normaliser, the two critic-memory carries,
 schedules).
 
-Size (about 435 lines): ``update()`` (prepare then optimise, in the paper's order) and the
+Lagged rows (async; ``update(lags=...)``) train with decoupled PPO, as PPO's (``ppo/proximal.py``).
+
+Size (about 470 lines): ``update()`` (prepare then optimise, in the paper's order) and the
 critic's group rows stay here; the row building shared with PPO is in ``ppo/batch.py`` and the
 group-critic helpers in ``critic_rows.py``, so what is left reads as one algorithm.
 """
@@ -75,6 +77,7 @@ from unity_rl.algorithms.poca.model import POCACritic
 from unity_rl.algorithms.ppo.batch import behaviour, normalized, stored_memories, trajectory_obs
 from unity_rl.algorithms.ppo.losses import (clipped_surrogate_loss, masked_mean,
                                             minibatch_indices, schedules, value_loss)
+from unity_rl.algorithms.ppo.proximal import anchor, proximal_logprobs, stale_rows
 from unity_rl.algorithms.ppo.model import (DEFAULT_ARCH, ActionSpecLike, ActorCritic,
                                            DeterministicActor, check_obs_shapes, load_normalizer,
                                            normalizer_state)
@@ -127,6 +130,9 @@ class POCABatch(NamedTuple):
     """[N / L, memory_size]: the critic's baseline memory each sequence starts from."""
     sequence_length: int = 1
     """L: rows per sequence (1 without memory); every row field is padded to whole sequences."""
+    stale: torch.Tensor | None = None
+    """[N] bool, True on the rows acted with older weights (async lag > 0): the decoupled
+    objective (``ppo/proximal.py``); None: every row on-policy."""
 
 
 class POCALearner:
@@ -233,15 +239,20 @@ class POCALearner:
 
     def update(self, trajectories: list[Trajectory],
                collected_steps: int | None = None,
-               episode_length: float | None = None) -> dict[str, float]:
+               episode_length: float | None = None,
+               lags: Sequence[int] | None = None) -> dict[str, float]:
         """One POCA update on these trajectories (``collected_steps``: the schedules' step;
         ``episode_length``: the mean length of the episodes that ended while this buffer was
-        collected, for ``Policy/<Signal> Reward``)."""
-        return self.optimise(self.prepare(trajectories, episode_length), collected_steps)
+        collected, for ``Policy/<Signal> Reward``; ``lags``: as ``PPOLearner.update``)."""
+        return self.optimise(self.prepare(trajectories, episode_length, lags), collected_steps)
 
     def prepare(self, trajectories: list[Trajectory],
-                episode_length: float | None = None) -> POCABatch:
-        """Steps 1-4: normalised observations, values, baselines, λ-returns, advantages."""
+                episode_length: float | None = None,
+                lags: Sequence[int] | None = None) -> POCABatch:
+        """Steps 1-4: normalised observations, values, baselines, λ-returns, advantages, the
+        lagged rows."""
+        if lags is not None:
+            lags = [lag for t, lag in zip(trajectories, lags, strict=True) if len(t.rewards) > 0]
         trajectories = [t for t in trajectories if len(t.rewards) > 0]
         if not trajectories:
             raise ValueError("POCALearner.update needs at least one non-empty trajectory")
@@ -317,6 +328,9 @@ class POCALearner:
             reward_metrics=episode_reward_metrics(self.reward_signals, reward_sums,
                                                   len(obs_raw), trajectories, episode_length),
             sequence_length=L)
+        stale = stale_rows(lags, lengths, L)
+        if stale is not None:
+            batch = batch._replace(stale=self._tensor(stale, torch.bool))
         if not self.critic.memory_size:
             return batch
         return batch._replace(
@@ -345,6 +359,12 @@ class POCALearner:
         # (at least L), as ML-Agents' _update_policy; without memory, L = 1 and rows.
         num_units = len(batch.obs) // L
         unit_batch = max(cfg.minibatch_size - cfg.minibatch_size % L, L) // L
+        # The ratio's centre: the behaviour's log-probs, or on lagged rows (async) the policy at
+        # the start of this update with π_prox/π_behav on each term (ppo/proximal.py).
+        ratio_centre, behaviour_weight = batch.logprobs, None
+        if batch.stale is not None:
+            ratio_centre, behaviour_weight = anchor(batch.logprobs, proximal_logprobs(
+                lambda units: self._logprobs(batch, units), num_units, unit_batch), batch.stale)
         for _epoch in range(cfg.num_epochs):
             for units in minibatch_indices(self.rng.permutation(num_units), unit_batch):
                 mb = units if L == 1 else sequence_rows(units, L)
@@ -367,8 +387,9 @@ class POCALearner:
                 newlogprob = dist.log_prob(batch.actions[idx])
                 entropy = dist.entropy()
                 returns = batch.returns[idx]
-                pg_loss = clipped_surrogate_loss(newlogprob, batch.logprobs[idx],
-                                                 batch.advantages[idx], epsilon, mask)
+                pg_loss = clipped_surrogate_loss(
+                    newlogprob, ratio_centre[idx], batch.advantages[idx], epsilon, mask,
+                    None if behaviour_weight is None else behaviour_weight[idx])
                 # the value loss anchored at the returns (module doc)
                 v_loss = value_loss(values, returns, returns, epsilon, mask)
                 b_loss = value_loss(baselines, batch.baselines[idx], returns, epsilon, mask)
@@ -410,6 +431,18 @@ class POCALearner:
         return metrics
 
     # -- helpers --------------------------------------------------------------------------------
+
+    def _logprobs(self, batch: POCABatch, units: np.ndarray) -> torch.Tensor:
+        """log π_θ of the behaviour's actions on these units (rows; with memory, sequences from
+        their stored memories), as a minibatch computes them."""
+        L = batch.sequence_length
+        idx = self._tensor(units if L == 1 else sequence_rows(units, L), torch.int64)
+        memory = None if batch.memories is None else batch.memories[self._tensor(units, torch.int64)]
+        obs = self.workspace.rows("obs", batch.obs, idx)
+        with converted_once(self.workspace):
+            dist = self.model.distribution(obs, None if batch.masks is None else batch.masks[idx],
+                                           memory, L)
+        return dist.log_prob(batch.actions[idx])
 
     def _rewards(self, signal, traj: Trajectory, rows: SignalBatch) -> np.ndarray:
         r = np.asarray(signal.rewards(rows), np.float32)

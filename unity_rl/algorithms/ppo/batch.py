@@ -56,6 +56,9 @@ class PPOBatch(NamedTuple):
     like ``obs`` with memory): each learned signal's update takes the minibatch's rows."""
     reward_metrics: dict | None = None
     """``Policy/<Signal> Reward`` of this buffer (``episode_reward_metrics``)."""
+    stale: torch.Tensor | None = None
+    """[N] bool, True on the rows acted with older weights (async lag > 0), which train with the
+    decoupled objective (``proximal.py``); None: every row on-policy."""
 
 
 def trajectory_obs(trajectories: Sequence[Trajectory], obs_dim: int

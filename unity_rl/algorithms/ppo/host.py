@@ -6,9 +6,12 @@ The host keeps a rollout buffer in front of the pure ``PPOLearner``:
   whose policy lag (this behavior's learner version minus the version the actor acted with)
   exceeds ``unity_rl.max_policy_lag`` is dropped (counted in ``Policy/Dropped Segments``; its
   episodes still count for the statistics and its steps for the step budget, since the builds
-  did play them). Within the bound, PPO's clipped ratio against the stored behaviour log-probs is
-  the correction (as in APPO / Sample Factory), and the learner recomputes values with its
-  current critic before GAE;
+  did play them). Within the bound each kept trajectory's lag goes to the learner with it: under
+  ``unity_rl.lag_correction: decoupled`` (the default) the lagged rows train with the decoupled
+  objective (``proximal.py``: the trust region centred on the learner's current policy, the
+  behaviour's importance weight on each term); under ``behaviour`` PPO's clipped ratio against
+  the stored behaviour log-probs is the only correction (APPO / Sample Factory). Either way the
+  learner recomputes values with its current critic before GAE;
 - ``holds_collection()`` (async, ``unity_rl.max_update_backlog``): True while the full buffers
   waiting for the learner outnumber the bound. With 0 the runner pauses the actors as soon as a
   full buffer waits, so they finish the rollout in hand during the update and then wait for its
@@ -49,8 +52,11 @@ class PPOHost:
     """One behavior's PPO learner and rollout buffer (fits ``algorithm.LearnerHost``)."""
 
     def __init__(self, learner: PPOLearner, *, buffer_steps: int, drop_lag: int | None,
-                 auxiliary: Sequence[AuxiliaryUpdate] = (), max_backlog: int | None = None):
+                 auxiliary: Sequence[AuxiliaryUpdate] = (), max_backlog: int | None = None,
+                 decoupled: bool = True):
         self.learner = learner
+        self.decoupled = decoupled
+        """Lagged trajectories train with the decoupled objective (their lags reach the learner)."""
         self.max_backlog = max_backlog
         """async: most full buffers that may wait before the host holds the actors (None: never)."""
         self.sequence_length = int(getattr(learner, "sequence_length", 1))
@@ -65,6 +71,8 @@ class PPOHost:
         """Largest lag kept (None: keep everything, the sync wiring)."""
         self.version = 0
         self._buffer: list[Trajectory] = []
+        self._lags: list[int] = []
+        """The lag of each buffered trajectory's segment, in ``_buffer``'s order."""
         self._buffered_steps = 0
         self._dropped = 0
         self._episode_lengths: list[int] = []
@@ -79,7 +87,9 @@ class PPOHost:
         if self.drop_lag is not None and lag > self.drop_lag:
             self._dropped += 1
             return None
-        self._buffer.extend(t for t in segment.trajectories if len(t.rewards))
+        kept = [t for t in segment.trajectories if len(t.rewards)]
+        self._buffer.extend(kept)
+        self._lags.extend([lag] * len(kept))
         if self.sequence_length == 1:
             self._buffered_steps += segment.agent_steps
         else:
@@ -99,12 +109,14 @@ class PPOHost:
 
     def train(self, sync: bool) -> dict[str, float]:
         trajectories, self._buffer, self._buffered_steps = self._buffer, [], 0
+        lags, self._lags = self._lags, []
         metrics: dict[str, float] = {}
         if trajectories:
             lengths, self._episode_lengths = self._episode_lengths, []
             metrics.update(self.learner.update(
                 trajectories, collected_steps=self.collected_steps,
-                episode_length=float(sum(lengths) / len(lengths)) if lengths else 0.0))
+                episode_length=float(sum(lengths) / len(lengths)) if lengths else 0.0,
+                lags=lags if self.decoupled and any(lags) else None))
             for aux in self.auxiliary:
                 metrics.update(aux.update(trajectories))
         metrics["Policy/Dropped Segments"] = float(self._dropped)
@@ -183,7 +195,8 @@ class PPOAlgorithm(Algorithm):
                                      goal_indices=info.goal_indices)
         host = self.host_class(learner, buffer_steps=cfg.hyperparameters.buffer_size,
                                drop_lag=ctx.max_policy_lag if ctx.mode == "async" else None,
-                               max_backlog=ctx.max_update_backlog if ctx.mode == "async" else None)
+                               max_backlog=ctx.max_update_backlog if ctx.mode == "async" else None,
+                               decoupled=self.run_cfg.unity_rl.lag_correction == "decoupled")
         if cfg.behavioral_cloning is not None:  # once after each update, as ML-Agents
             from unity_rl.algorithms.ppo.imitation import make_behavioral_cloning
 

@@ -61,7 +61,11 @@ advantage normalisation); ``memory.py`` the memory half of ``prepare``. What sta
 one update, ``prepare`` (values, GAE) then ``optimise`` (the epochs), beside the state they
 share (normaliser, critic-memory carry, schedules).
 
-Size (about 435 lines): ``prepare`` and ``optimise`` are the paper's update top to bottom;
+Lagged rows (async; ``update(lags=...)``) train with decoupled PPO (``proximal.py``): the ratio
+centred on the policy at the update's start, each term weighted by π_prox/π_behav; rows of lag 0
+and sync runs keep ML-Agents' update.
+
+Size (about 465 lines): ``prepare`` and ``optimise`` are the paper's update top to bottom;
 the memory half is in ``memory.py``, the shared rows in ``batch.py`` and the losses in
 ``losses.py``; what stays is the update itself, its checkpoints and its weights.
 """
@@ -86,6 +90,7 @@ from unity_rl.algorithms.sequences import pad_sequences, sequence_rows
 from unity_rl.algorithms.ppo.acting import PPOPolicy
 from unity_rl.algorithms.ppo.batch import PPOBatch, behaviour, normalized, trajectory_obs
 from unity_rl.algorithms.ppo.memory import sequence_batch, values_by_sequence
+from unity_rl.algorithms.ppo.proximal import anchor, proximal_logprobs, stale_rows
 from unity_rl.algorithms.ppo.model import (DEFAULT_ARCH, LEGACY_ARCH, ActionSpecLike, ActorCritic,
                                       DeterministicActor, check_obs_shapes, load_normalizer,
                                       normalizer_state)
@@ -258,20 +263,26 @@ class PPOLearner:
 
     def update(self, trajectories: list[Trajectory],
                collected_steps: int | None = None,
-               episode_length: float | None = None) -> dict[str, float]:
+               episode_length: float | None = None,
+               lags: Sequence[int] | None = None) -> dict[str, float]:
         """One PPO update on these trajectories (any lengths).
 
         ``collected_steps``: agent-steps collected so far, these included (what drives the
         schedules); None counts the steps given here. ``episode_length``: the mean length of
         the episodes that ended while this buffer was collected (``Policy/<Signal> Reward``).
+        ``lags``: per trajectory, the updates since the weights that acted (async); the lagged
+        ones train with the decoupled objective (``proximal.py``); None: all on-policy.
         """
-        return self.optimise(self.prepare(trajectories, episode_length), collected_steps)
+        return self.optimise(self.prepare(trajectories, episode_length, lags), collected_steps)
 
     def prepare(self, trajectories: list[Trajectory],
-                episode_length: float | None = None) -> PPOBatch:
+                episode_length: float | None = None,
+                lags: Sequence[int] | None = None) -> PPOBatch:
         """Steps 1-4 of an update: what reaches the optimisation (normalised observations, value
-        estimates, advantages, returns, the behaviour's actions and log-probs)."""
+        estimates, advantages, returns, the behaviour's actions and log-probs, the lagged rows)."""
         cfg = self.cfg
+        if lags is not None:
+            lags = [lag for t, lag in zip(trajectories, lags, strict=True) if len(t.rewards) > 0]
         trajectories = [t for t in trajectories if len(t.rewards) > 0]
         if not trajectories:
             raise ValueError("PPOLearner.update needs at least one non-empty trajectory")
@@ -322,13 +333,15 @@ class PPOLearner:
             returns.append(np.stack(ret_k, axis=1))
         reward_metrics = episode_reward_metrics(self.reward_signals, reward_sums, b_size,
                                                 trajectories, episode_length)
+        stale = stale_rows(lags, lengths, self.sequence_length)
+        stale = None if stale is None else self._tensor(stale, torch.bool)
         if self.model.memory_size:
             L = self.sequence_length
             signal_batch = SignalBatch.concatenate([SignalBatch(*(pad_sequences(f, L) for f in b))
                                                     for b in signal_rows])
             return sequence_batch(self.model, trajectories, b_obs, values, advantages, returns,
                                   critic_starts, L, self.device)._replace(
-                signal_batch=signal_batch, reward_metrics=reward_metrics)
+                signal_batch=signal_batch, reward_metrics=reward_metrics, stale=stale)
 
         # 4. Advantages normalised once over the buffer (ML-Agents' _update_policy).
         b_advantages = self._tensor(normalized(np.concatenate(advantages)), torch.float32)
@@ -338,7 +351,7 @@ class PPOLearner:
         return PPOBatch(obs=b_obs, actions=b_actions, logprobs=b_logprobs, masks=b_masks,
                         values=values, advantages=b_advantages, returns=b_returns,
                         signal_batch=SignalBatch.concatenate(signal_rows),
-                        reward_metrics=reward_metrics)
+                        reward_metrics=reward_metrics, stale=stale)
 
     def optimise(self, batch: PPOBatch, collected_steps: int | None = None) -> dict[str, float]:
         """Steps 5-6 of an update: the schedules and the minibatch epochs on ``batch``."""
@@ -364,6 +377,12 @@ class PPOLearner:
         # (at least L), as ML-Agents' _update_policy; without memory, L = 1 and rows.
         num_units = len(b_obs) // L
         unit_batch = max(cfg.minibatch_size - cfg.minibatch_size % L, L) // L
+        # The ratio's centre: the behaviour's log-probs, or on lagged rows (async) the policy at
+        # the start of this update, each term then weighted by π_prox/π_behav (proximal.py).
+        ratio_centre, behaviour_weight = b_logprobs, None
+        if batch.stale is not None:
+            ratio_centre, behaviour_weight = anchor(b_logprobs, proximal_logprobs(
+                lambda units: self._logprobs(batch, units), num_units, unit_batch), batch.stale)
         for _epoch in range(cfg.num_epochs):
             b_inds = self.rng.permutation(num_units)
             for mb_units in minibatch_indices(b_inds, unit_batch):
@@ -384,15 +403,16 @@ class PPOLearner:
                 newlogprob = dist.log_prob(b_actions[mb_inds])  # [mb, K]
                 entropy = dist.entropy()
 
-                logratio = newlogprob - b_logprobs[mb_inds]
+                logratio = newlogprob - ratio_centre[mb_inds]
                 ratio = logratio.exp()
                 with torch.no_grad():
                     # http://joschu.net/blog/kl-approx.html
                     approx_kl = masked_mean((ratio - 1) - logratio, mb_mask)
                     clipfrac = masked_mean(((ratio - 1.0).abs() > clip_coef).float(), mb_mask)
 
-                pg_loss = clipped_surrogate_loss(newlogprob, b_logprobs[mb_inds],
-                                                 b_advantages[mb_inds], clip_coef, mb_mask)
+                pg_loss = clipped_surrogate_loss(
+                    newlogprob, ratio_centre[mb_inds], b_advantages[mb_inds], clip_coef, mb_mask,
+                    None if behaviour_weight is None else behaviour_weight[mb_inds])
                 # anchored at the returns, as ML-Agents 1.1.0 reads its buffer (module doc):
                 # the squared error, unclipped
                 v_loss = value_loss(newvalue, b_returns[mb_inds], b_returns[mb_inds], clip_coef,
@@ -434,3 +454,16 @@ class PPOLearner:
         metrics.update({tag: float(np.mean(v)) for tag, v in signal_stats.items()})
         metrics.update(batch.reward_metrics or {})
         return metrics
+
+    def _logprobs(self, batch: PPOBatch, units: np.ndarray) -> torch.Tensor:
+        """log π_θ of the behaviour's actions on these units (rows; with memory, sequences from
+        their stored memories), as a minibatch computes them."""
+        L = batch.sequence_length
+        rows = self._tensor(units if batch.loss_mask is None else sequence_rows(units, L),
+                            torch.int64)
+        memory = None if batch.memories is None else batch.memories[self._tensor(units, torch.int64)]
+        obs = self.workspace.rows("obs", batch.obs, rows)
+        with converted_once(self.workspace):
+            dist = self.model.distribution(obs, None if batch.masks is None else batch.masks[rows],
+                                           memory, L)
+        return dist.log_prob(batch.actions[rows])

@@ -37,18 +37,27 @@ def masked_mean(values: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor
 
 def clipped_surrogate_loss(newlogprob: torch.Tensor, oldlogprob: torch.Tensor,
                            advantages: torch.Tensor, clip_coef: float,
-                           mask: torch.Tensor | None = None) -> torch.Tensor:
+                           mask: torch.Tensor | None = None,
+                           behaviour_weight: torch.Tensor | None = None) -> torch.Tensor:
     """L^CLIP as a loss: mean of max(−Â·r, −Â·clip(r, 1−ε, 1+ε)), r = π/π_old.
 
     Log-probs [n] (one joint ratio per sample) or [n, K] (one ratio per action dimension /
     branch, ML-Agents' ``trust_region_policy_loss``: advantages [n] broadcast over the K columns,
-    the mean taken over all n·K terms); ``mask`` (bool [n]) leaves padded rows out (``masked_mean``)."""
+    the mean taken over all n·K terms); ``mask`` (bool [n]) leaves padded rows out (``masked_mean``).
+
+    ``behaviour_weight`` (shaped as the log-probs, no gradient): the decoupled objective of
+    Hilton et al. 2021 (arXiv:2110.00641), where ``oldlogprob`` is the *proximal* policy the
+    trust region is centred on and each term is weighted by π_prox/π_behav, the importance
+    weight of the policy that acted (``proximal.py``); None is plain PPO (weights 1)."""
     if newlogprob.ndim == 2:
         advantages = advantages.unsqueeze(-1)
     ratio = (newlogprob - oldlogprob).exp()
     pg_loss1 = -advantages * ratio
     pg_loss2 = -advantages * torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef)
-    return masked_mean(torch.max(pg_loss1, pg_loss2), mask)
+    terms = torch.max(pg_loss1, pg_loss2)
+    if behaviour_weight is not None:
+        terms = behaviour_weight * terms
+    return masked_mean(terms, mask)
 
 
 def value_loss(newvalue: torch.Tensor, oldvalue: torch.Tensor, returns: torch.Tensor,
