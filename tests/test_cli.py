@@ -89,7 +89,7 @@ def test_overrides_reach_the_config(tmp_path, fake_build):
     args = build_parser().parse_args(
         ["train", str(CONFIG), "--env", str(fake_build), "--num-envs", "2", "--base-port", "6000",
          "--run-id", "r1", "--results-dir", str(tmp_path), "--mode", "async",
-         "--num-actors", "2", "--max-update-backlog", "0", "--lag-correction", "behaviour",
+         "--num-actors", "2", "--max-update-backlog", "0", "--lag-correction", "decoupled",
          "--seed", "7", "--max-steps", "1234",
          "--time-scale", "5", "--graphics", "--timeout-wait", "9", "--torch-device", "cpu", "--torch-threads", "3",
          "--max-lifetime-restarts", "3", "--restarts-rate-limit-n", "2",
@@ -103,7 +103,7 @@ def test_overrides_reach_the_config(tmp_path, fake_build):
     assert tuple(env.env_args) == ("-x", "1") and Path(env.env_path) == fake_build.resolve()
     assert cfg.engine_settings.time_scale == 5 and cfg.engine_settings.no_graphics is False
     assert cfg.unity_rl.mode == "async" and cfg.unity_rl.num_actors == 2
-    assert cfg.unity_rl.max_update_backlog == 0 and cfg.unity_rl.lag_correction == "behaviour"
+    assert cfg.unity_rl.max_update_backlog == 0 and cfg.unity_rl.lag_correction == "decoupled"
     assert cfg.torch_settings.device == "cpu" and cfg.unity_rl.torch_threads == 3
     behavior = cfg.behaviors["3DBall"]
     assert behavior.max_steps == 1234 and behavior.hyperparameters.max_steps == 1234

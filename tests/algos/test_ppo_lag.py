@@ -180,3 +180,22 @@ def test_host_hands_each_kept_trajectory_its_lag(decoupled):
     host.train(sync=False)
     assert learner.calls == [([3, 2, 5], [0, 0, 1] if decoupled else None)]
     assert host._lags == []                                # the next buffer starts afresh
+
+
+@pytest.mark.parametrize("trainer", ["ppo", "poca"])
+@pytest.mark.parametrize("setting, decoupled", [(None, False), ("behaviour", False),
+                                                ("decoupled", True)])
+def test_the_config_key_reaches_the_host(trainer, setting, decoupled):
+    from unity_rl.algorithms.registry import trainer_type
+    from unity_rl.config import parse_config
+    from unity_rl.runtime.algorithm import HostContext
+    from unity_rl.runtime.messages import BehaviorInfo
+
+    raw = {"behaviors": {"B": {"trainer_type": trainer,
+                               "network_settings": {"hidden_units": 8, "num_layers": 1}}}}
+    if setting is not None:
+        raw["unity_rl"] = {"mode": "async", "lag_correction": setting}
+    cfg = parse_config(raw)
+    host = trainer_type(trainer).make_algorithm(cfg, "B", cfg.behaviors["B"]).make_host(
+        BehaviorInfo("B?team=0", ((OBS,),), HYBRID, 1), HostContext("cpu", 0, 1, "async", 2))
+    assert host.decoupled is decoupled

@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="async PPO/POCA, rows acted with older weights: decoupled centres "
                             "the clipped ratio on the learner's current policy and weights each "
                             "term by the behaviour's importance weight; behaviour centres it on "
-                            "the stored log-probs (default decoupled)")
+                            "the stored log-probs (default behaviour)")
     train.add_argument("--num-actors", type=int, metavar="K",
                        help="actor processes; the --num-envs builds are split over them (default 1)")
     train.add_argument("--backend", choices=("local", "ray"), help="where actors run: local processes or Ray (default local)")

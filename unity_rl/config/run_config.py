@@ -86,11 +86,11 @@ class UnityRLConfig:
     """Agent-steps an actor collects per segment (None: see resolve_segment_steps)."""
     max_policy_lag: int = 2
     """async: segments collected with weights more than this many versions old are dropped."""
-    lag_correction: Literal["decoupled", "behaviour"] = "decoupled"
-    """async PPO/POCA, rows acted with older weights: 'decoupled' centres the clipped ratio on the
-    learner's policy at the update's start and weights each term by π_prox/π_behav (Hilton et
-    al. 2021); 'behaviour' centres it on the stored behaviour log-probs (plain PPO, as before).
-    Sync runs have no lagged rows: the same update either way."""
+    lag_correction: Literal["behaviour", "decoupled"] = "behaviour"
+    """async PPO/POCA, rows acted with older weights: 'behaviour' centres the clipped ratio on the
+    stored behaviour log-probs (plain PPO); 'decoupled' centres it on the learner's policy at the
+    update's start and weights each term by π_prox/π_behav (Hilton et al. 2021; measured better
+    on 3DBall, worse on GridWorld: docs/ppo.md). Sync runs have no lagged rows: the same update."""
     max_update_backlog: int | None = 20
     """async: when a learner owes more updates than this, the actors pause between rollouts.
     Replay-ratio trainers (SAC, DDPG) owe gradient updates (they train slower than

@@ -50,7 +50,8 @@ normalisation) are ``ppo/batch.py``'s. What stays here is the one update, ``prep
 ``optimise``, beside the state they share (normaliser, the two critic-memory carries,
 schedules).
 
-Lagged rows (async; ``update(lags=...)``) train with decoupled PPO, as PPO's (``ppo/proximal.py``).
+Lagged rows (``update(lags=...)``, async under ``lag_correction: decoupled``) train with decoupled
+PPO, as PPO's (``ppo/proximal.py``).
 
 Size (about 470 lines): ``update()`` (prepare then optimise, in the paper's order) and the
 critic's group rows stay here; the row building shared with PPO is in ``ppo/batch.py`` and the

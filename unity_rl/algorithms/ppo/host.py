@@ -6,12 +6,12 @@ The host keeps a rollout buffer in front of the pure ``PPOLearner``:
   whose policy lag (this behavior's learner version minus the version the actor acted with)
   exceeds ``unity_rl.max_policy_lag`` is dropped (counted in ``Policy/Dropped Segments``; its
   episodes still count for the statistics and its steps for the step budget, since the builds
-  did play them). Within the bound each kept trajectory's lag goes to the learner with it: under
-  ``unity_rl.lag_correction: decoupled`` (the default) the lagged rows train with the decoupled
-  objective (``proximal.py``: the trust region centred on the learner's current policy, the
-  behaviour's importance weight on each term); under ``behaviour`` PPO's clipped ratio against
-  the stored behaviour log-probs is the only correction (APPO / Sample Factory). Either way the
-  learner recomputes values with its current critic before GAE;
+  did play them). Within the bound, under ``unity_rl.lag_correction: behaviour`` (the default)
+  PPO's clipped ratio against the stored behaviour log-probs is the only correction (APPO /
+  Sample Factory); under ``decoupled`` each kept trajectory's lag goes to the learner with it
+  and the lagged rows train with the decoupled objective (``proximal.py``: the trust region
+  centred on the learner's current policy, the behaviour's importance weight on each term).
+  Either way the learner recomputes values with its current critic before GAE;
 - ``holds_collection()`` (async, ``unity_rl.max_update_backlog``): True while the full buffers
   waiting for the learner outnumber the bound. With 0 the runner pauses the actors as soon as a
   full buffer waits, so they finish the rollout in hand during the update and then wait for its
@@ -53,7 +53,7 @@ class PPOHost:
 
     def __init__(self, learner: PPOLearner, *, buffer_steps: int, drop_lag: int | None,
                  auxiliary: Sequence[AuxiliaryUpdate] = (), max_backlog: int | None = None,
-                 decoupled: bool = True):
+                 decoupled: bool = False):
         self.learner = learner
         self.decoupled = decoupled
         """Lagged trajectories train with the decoupled objective (their lags reach the learner)."""

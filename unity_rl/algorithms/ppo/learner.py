@@ -61,9 +61,9 @@ advantage normalisation); ``memory.py`` the memory half of ``prepare``. What sta
 one update, ``prepare`` (values, GAE) then ``optimise`` (the epochs), beside the state they
 share (normaliser, critic-memory carry, schedules).
 
-Lagged rows (async; ``update(lags=...)``) train with decoupled PPO (``proximal.py``): the ratio
-centred on the policy at the update's start, each term weighted by π_prox/π_behav; rows of lag 0
-and sync runs keep ML-Agents' update.
+Lagged rows (``update(lags=...)``: the async host under ``lag_correction: decoupled``) train with
+decoupled PPO (``proximal.py``): the ratio centred on the policy at the update's start, each term
+weighted by π_prox/π_behav; without lags, rows of lag 0 and sync runs keep ML-Agents' update.
 
 Size (about 465 lines): ``prepare`` and ``optimise`` are the paper's update top to bottom;
 the memory half is in ``memory.py``, the shared rows in ``batch.py`` and the losses in

@@ -4,8 +4,8 @@ optimization", arXiv:2110.00641), shared by the on-policy learners (PPO, POCA).
 In the async wiring a segment may have been acted with weights one or more updates old (its
 *lag*). Plain PPO centres its trust region on the policy that acted, π_behav: the ratio
 π_θ/π_behav of a lagged row starts the update already away from 1 by the updates since, so the
-clip stops its step sooner and PPO learns less per agent-step (Worm, docs/zoo.md). The decoupled
-objective separates the two roles π_behav plays:
+clip stops its step sooner and PPO learns less per agent-step. The decoupled objective separates
+the two roles π_behav plays:
 
 - the trust region is centred on the *proximal* policy π_prox, the learner's weights when the
   update starts: r = π_θ/π_prox, clipped to 1 ± ε;
@@ -15,6 +15,8 @@ objective separates the two roles π_behav plays:
 For a row acted with the current weights (lag 0) π_prox is π_behav: its weight is 1 and its term
 is PPO's. Sync runs (lag 0 throughout) never get here, and their update stays ML-Agents'
 weight for weight; the proximal log-probs are computed only for a buffer that holds lagged rows.
+Opt-in (``unity_rl.lag_correction: decoupled``): measured better on pipelined 3DBall, worse on
+pipelined GridWorld (docs/ppo.md, "Lagged rows").
 
 - ``stale_rows(lags, lengths, sequence_length)``: the mask of a buffer's lagged rows, padded as
   the batch is (None when no row is lagged);
