@@ -65,7 +65,7 @@ Lagged rows (``update(lags=...)``: the async host under ``lag_correction: decoup
 decoupled PPO (``proximal.py``): the ratio centred on the policy at the update's start, each term
 weighted by π_prox/π_behav; without lags, rows of lag 0 and sync runs keep ML-Agents' update.
 
-Size (about 465 lines): ``prepare`` and ``optimise`` are the paper's update top to bottom;
+Size (about 470 lines): ``prepare`` and ``optimise`` are the paper's update top to bottom;
 the memory half is in ``memory.py``, the shared rows in ``batch.py`` and the losses in
 ``losses.py``; what stays is the update itself, its checkpoints and its weights.
 """
