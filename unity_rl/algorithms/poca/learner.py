@@ -53,7 +53,7 @@ schedules).
 Lagged rows (``update(lags=...)``, async under ``lag_correction: decoupled``) train with decoupled
 PPO, as PPO's (``ppo/proximal.py``).
 
-Size (about 470 lines): ``update()`` (prepare then optimise, in the paper's order) and the
+Size (about 460 lines): ``update()`` (prepare then optimise, in the paper's order) and the
 critic's group rows stay here; the row building shared with PPO is in ``ppo/batch.py`` and the
 group-critic helpers in ``critic_rows.py``, so what is left reads as one algorithm.
 """
@@ -365,7 +365,7 @@ class POCALearner:
         ratio_centre, behaviour_weight = batch.logprobs, None
         if batch.stale is not None:
             ratio_centre, behaviour_weight = anchor(batch.logprobs, proximal_logprobs(
-                lambda units: self._logprobs(batch, units), num_units, unit_batch), batch.stale)
+                self.model, self.workspace, batch, unit_batch), batch.stale)
         for _epoch in range(cfg.num_epochs):
             for units in minibatch_indices(self.rng.permutation(num_units), unit_batch):
                 mb = units if L == 1 else sequence_rows(units, L)
@@ -432,18 +432,6 @@ class POCALearner:
         return metrics
 
     # -- helpers --------------------------------------------------------------------------------
-
-    def _logprobs(self, batch: POCABatch, units: np.ndarray) -> torch.Tensor:
-        """log π_θ of the behaviour's actions on these units (rows; with memory, sequences from
-        their stored memories), as a minibatch computes them."""
-        L = batch.sequence_length
-        idx = self._tensor(units if L == 1 else sequence_rows(units, L), torch.int64)
-        memory = None if batch.memories is None else batch.memories[self._tensor(units, torch.int64)]
-        obs = self.workspace.rows("obs", batch.obs, idx)
-        with converted_once(self.workspace):
-            dist = self.model.distribution(obs, None if batch.masks is None else batch.masks[idx],
-                                           memory, L)
-        return dist.log_prob(batch.actions[idx])
 
     def _rewards(self, signal, traj: Trajectory, rows: SignalBatch) -> np.ndarray:
         r = np.asarray(signal.rewards(rows), np.float32)

@@ -65,7 +65,7 @@ Lagged rows (``update(lags=...)``: the async host under ``lag_correction: decoup
 decoupled PPO (``proximal.py``): the ratio centred on the policy at the update's start, each term
 weighted by π_prox/π_behav; without lags, rows of lag 0 and sync runs keep ML-Agents' update.
 
-Size (about 470 lines): ``prepare`` and ``optimise`` are the paper's update top to bottom;
+Size (about 460 lines): ``prepare`` and ``optimise`` are the paper's update top to bottom;
 the memory half is in ``memory.py``, the shared rows in ``batch.py`` and the losses in
 ``losses.py``; what stays is the update itself, its checkpoints and its weights.
 """
@@ -382,7 +382,7 @@ class PPOLearner:
         ratio_centre, behaviour_weight = b_logprobs, None
         if batch.stale is not None:
             ratio_centre, behaviour_weight = anchor(b_logprobs, proximal_logprobs(
-                lambda units: self._logprobs(batch, units), num_units, unit_batch), batch.stale)
+                self.model, self.workspace, batch, unit_batch), batch.stale)
         for _epoch in range(cfg.num_epochs):
             b_inds = self.rng.permutation(num_units)
             for mb_units in minibatch_indices(b_inds, unit_batch):
@@ -454,16 +454,3 @@ class PPOLearner:
         metrics.update({tag: float(np.mean(v)) for tag, v in signal_stats.items()})
         metrics.update(batch.reward_metrics or {})
         return metrics
-
-    def _logprobs(self, batch: PPOBatch, units: np.ndarray) -> torch.Tensor:
-        """log π_θ of the behaviour's actions on these units (rows; with memory, sequences from
-        their stored memories), as a minibatch computes them."""
-        L = batch.sequence_length
-        rows = self._tensor(units if batch.loss_mask is None else sequence_rows(units, L),
-                            torch.int64)
-        memory = None if batch.memories is None else batch.memories[self._tensor(units, torch.int64)]
-        obs = self.workspace.rows("obs", batch.obs, rows)
-        with converted_once(self.workspace):
-            dist = self.model.distribution(obs, None if batch.masks is None else batch.masks[rows],
-                                           memory, L)
-        return dist.log_prob(batch.actions[rows])

@@ -20,19 +20,20 @@ pipelined GridWorld (docs/ppo.md, "Lagged rows").
 
 - ``stale_rows(lags, lengths, sequence_length)``: the mask of a buffer's lagged rows, padded as
   the batch is (None when no row is lagged);
-- ``proximal_logprobs(logprobs_of, num_units, unit_batch)``: the behaviour's actions' log-probs
-  under the current weights, through the learner's own minibatch path (``logprobs_of``), so the
-  first minibatch's ratio is exactly 1;
+- ``proximal_logprobs(model, workspace, batch, unit_batch)``: the behaviour's actions' log-probs
+  under the current weights, through the minibatch path of both learners (rows, or memory
+  sequences from their stored memories), so the first minibatch's ratio is exactly 1;
 - ``anchor(behaviour, proximal, stale)``: the ratio's centre and the behaviour weight.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 
-from unity_rl.algorithms.sequences import pad_sequences
+from unity_rl.algorithms.image_layout import MinibatchWorkspace, converted_once
+from unity_rl.algorithms.sequences import pad_sequences, sequence_rows
 
 
 def stale_rows(lags: Sequence[int] | None, lengths: Sequence[int],
@@ -49,13 +50,25 @@ def stale_rows(lags: Sequence[int] | None, lengths: Sequence[int],
 
 
 @torch.no_grad()
-def proximal_logprobs(logprobs_of: Callable[[np.ndarray], torch.Tensor], num_units: int,
-                      unit_batch: int) -> torch.Tensor:
-    """log π_prox of every row: ``logprobs_of(units)`` (the learner's minibatch path, [rows, K])
-    over the units (rows, or memory sequences) in order, ``unit_batch`` at a time."""
-    units = np.arange(num_units)
-    return torch.cat([logprobs_of(units[i:i + unit_batch])
-                      for i in range(0, num_units, unit_batch)])
+def proximal_logprobs(model, workspace: MinibatchWorkspace, batch, unit_batch: int) -> torch.Tensor:
+    """log π_prox [N, K] of every row of ``batch`` (a ``PPOBatch`` or ``POCABatch``: obs, actions,
+    masks, memories, sequence_length) under ``model``'s current weights, ``unit_batch`` units
+    (rows, or memory sequences from their stored memories) at a time, in order, as a minibatch
+    of the learners computes them."""
+    L = batch.sequence_length
+    num_units = len(batch.obs) // L
+    out = []
+    for start in range(0, num_units, unit_batch):
+        units = torch.arange(start, min(start + unit_batch, num_units), device=batch.obs.device)
+        rows = units if L == 1 else torch.as_tensor(sequence_rows(units.cpu().numpy(), L),
+                                                    device=batch.obs.device)
+        memory = None if batch.memories is None else batch.memories[units]
+        obs = workspace.rows("obs", batch.obs, rows)
+        with converted_once(workspace):
+            dist = model.distribution(obs, None if batch.masks is None else batch.masks[rows],
+                                      memory, L)
+        out.append(dist.log_prob(batch.actions[rows]))
+    return torch.cat(out)
 
 
 def anchor(behaviour: torch.Tensor, proximal: torch.Tensor,
