@@ -14,8 +14,9 @@ the scene's ``tag``):
 
 - **agent-steps to target**: the step of the first window whose mean >= the scene's target
   (3DBall 95, Basic 0.9). Both write one window per ``summary_freq`` agent-steps, labelled
-  with the multiple of ``summary_freq`` (unity-rl closes a window at the behavior's first update
-  past that multiple).
+  with the multiple of ``summary_freq`` (unity-rl closes a window when the first data past that
+  multiple arrives at the learner, before the update on it; mlagents-learn when its trainer
+  processes the trajectory that passes it).
 - **wall s to target**: that event's ``wall_time`` minus the moment the process was started
   (``Popen``), so build start-up and imports count.
 - **agent-steps/s**: step of the last window / seconds from process start to it.
@@ -437,7 +438,8 @@ def main(argv=None) -> None:
                  f"or point --mlagents-venv at an existing one.")
     notes = ["wall s = event wall_time - process start (Popen): build start-up included",
              "agent-steps/s = step of the last summary window / seconds from process start",
-             "windows: both tools write one per summary_freq (unity-rl at the first update past it)"]
+             "windows: both tools write one per summary_freq (unity-rl when the first data past it "
+             "arrives, before its update)"]
     if args.seeds == 1:
         notes.append("1 seed per tool: the 'medians' are single runs")
     if args.max_steps is not None:

@@ -54,6 +54,31 @@ def test_csv_and_tensorboard_contents(tmp_path):
     assert "mean return" in text and "ETA" in text and "\r" not in text
 
 
+def test_reach_closes_a_window_when_its_steps_arrive_and_the_update_joins_the_next(tmp_path):
+    out = io.StringIO()
+    with MetricsWriter(tmp_path, summary_freq=1000, max_steps=4000, behavior_name="Worm",
+                       stream=out) as metrics:
+        metrics.record_episodes([4.0, 6.0], [10, 10])
+        metrics.reach(1200)                    # data of 1,200 agent-steps arrived, no update yet
+        tb = _scalars(tmp_path / "Worm")
+        assert tb["Environment/Cumulative Reward"] == [(1000, 5.0)]
+        assert "Losses/Policy Loss" not in tb
+        assert "Step: 1000." in out.getvalue()
+        metrics.log(1200, {"Losses/Policy Loss": 0.25})   # the update on it: no second window
+        assert _scalars(tmp_path / "Worm")["Environment/Cumulative Reward"] == [(1000, 5.0)]
+        metrics.record_episodes([8.0], [10])
+        metrics.reach(2100)
+        metrics.log(2100, {"Losses/Policy Loss": 0.75})
+    tb = _scalars(tmp_path / "Worm")
+    assert tb["Environment/Cumulative Reward"] == [(1000, 5.0), (2000, 8.0)]
+    # each update's scalars are in the window after the one its data closed; close() writes the
+    # last, partial one
+    assert tb["Losses/Policy Loss"] == [(2000, 0.25), (2100, 0.75)]
+    assert out.getvalue().count("Step: 1000.") == 1 and out.getvalue().count("Step: 2000.") == 1
+    rows = read_progress(tmp_path / "Worm" / "progress.csv")
+    assert [r["agent_steps"] for r in rows] == [1200, 2100]     # rows come from log() only
+
+
 def test_rolling_window_is_last_100(tmp_path):
     with MetricsWriter(tmp_path, 10, 100, console=False, tensorboard=False) as metrics:
         metrics.record_episodes([0.0] * 50 + [1.0] * 100, [1] * 150)

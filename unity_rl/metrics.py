@@ -6,9 +6,10 @@ Contract:
   ``<run_dir>/<behavior_name>/`` (ML-Agents' layout);
 - ``record_episodes(returns, lengths)`` feeds finished episodes; ``log(agent_steps, scalars)``
   writes one row of ``progress.csv`` (flushed at once), the TensorBoard scalars, and the console
-  progress. ``mean_return`` in the CSV is over the last 100 episodes (the benchmark's target);
-  TensorBoard is written once per ``summary_freq`` window, as ML-Agents does: at the first
-  ``log`` past a multiple of ``summary_freq``, labelled with that multiple,
+  progress; ``reach(agent_steps)`` (data arrived, no update on it yet) closes a window
+  without a row. ``mean_return`` in the CSV is over the last 100 episodes (the benchmark's
+  target); TensorBoard is written once per ``summary_freq`` window, as ML-Agents does: at the first
+  ``reach`` or ``log`` past a multiple of ``summary_freq``, labelled with that multiple,
   ``Environment/Cumulative Reward`` and ``Environment/Episode Length`` are the means of the
   episodes finished in the window and every learner scalar is its mean over the window's logs;
   ``Environment/Cumulative Reward (last 100)`` is the rolling value, and a ``set_stat`` scalar
@@ -217,14 +218,30 @@ class MetricsWriter:
 
         if self._tb is not None:
             self._window_scalars(scalars, rate, lag)
-            bucket = agent_steps // self.summary_freq
-            if bucket > self._tb_bucket:
-                self._tb_bucket = bucket
-                self._write_tensorboard(bucket * self.summary_freq)
+            self._close_window(agent_steps)
         self._last_step = agent_steps
         if self.console:
             self._console(agent_steps, now)
         return row
+
+    def reach(self, agent_steps: int) -> None:
+        """The run's data has arrived up to ``agent_steps`` (no update on it yet): writes the
+        TensorBoard window and the console's summary line of a multiple of ``summary_freq`` it
+        passed, as mlagents-learn writes them as soon as its step count passes one. The next
+        ``log`` then writes its CSV row; its learner scalars join the next window."""
+        if self._closed:
+            raise RuntimeError("MetricsWriter is closed")
+        agent_steps = int(agent_steps)
+        if self._tb is not None:
+            self._close_window(agent_steps)
+        if self.console and self._summarise(agent_steps):
+            self._console(agent_steps, time.monotonic() - self._t0)
+
+    def _close_window(self, agent_steps: int) -> None:
+        bucket = agent_steps // self.summary_freq
+        if bucket > self._tb_bucket:
+            self._tb_bucket = bucket
+            self._write_tensorboard(bucket * self.summary_freq)
 
     def set_stat(self, tag: str, value: float) -> None:
         """A scalar written with its most recent value at every TensorBoard summary
@@ -262,14 +279,20 @@ class MetricsWriter:
         self._tb_episodes.clear()
         self._tb_sums.clear()
 
-    def _console(self, agent_steps: int, now: float) -> None:
+    def _summarise(self, agent_steps: int) -> bool:
+        """Prints the summary line of a ``summary_freq`` multiple ``agent_steps`` passed."""
         bucket = agent_steps // self.summary_freq
-        if bucket > self._last_summary_bucket:
-            self._last_summary_bucket = bucket
-            self._clear_live()
-            self._print(self.summary_line(bucket * self.summary_freq) + "\n")
-            self._since_summary.clear()
-            self._last_console = -math.inf  # redraw the live line right away
+        if bucket <= self._last_summary_bucket:
+            return False
+        self._last_summary_bucket = bucket
+        self._clear_live()
+        self._print(self.summary_line(bucket * self.summary_freq) + "\n")
+        self._since_summary.clear()
+        self._last_console = -math.inf  # redraw the live line right away
+        return True
+
+    def _console(self, agent_steps: int, now: float) -> None:
+        self._summarise(agent_steps)
         interval = self.redraw_interval_s if self.is_tty else self.plain_interval_s
         if now - self._last_console < interval:
             return

@@ -61,6 +61,51 @@ def test_tiny_run_counts_steps_updates_and_lag(mode, tmp_path, free_base_port):
     assert live_descendants() == []
 
 
+def test_sync_partial_rollouts_leave_what_the_learner_trains_on_unchanged(
+        tmp_path, free_base_port, monkeypatch):
+    import torch
+
+    from unity_rl.runtime import runners
+    from unity_rl.training import wiring
+
+    partials = []
+    gather = runners.gather_one_rollout_per_actor
+
+    def counting_gather(backend, on_partial=None):
+        return gather(backend, lambda r: (partials.append(r.actor_id), on_partial(r)))
+
+    monkeypatch.setattr(runners, "gather_one_rollout_per_actor", counting_gather)
+
+    def run(interval, name):
+        monkeypatch.setattr(wiring, "PARTIAL_INTERVAL_S", interval)
+        cfg = tiny_config(free_base_port(2), mode="sync", max_steps=2400)
+        result = train(cfg, tmp_path / name, resume=False, console=False)
+        rows = read_progress(tmp_path / name / "3DBall" / "progress.csv")
+        return result, rows, torch.load(result.torch_policy_path)["weights"]
+
+    whole, whole_rows, whole_weights = run(None, "whole")
+    assert partials == []
+    split, split_rows, split_weights = run(0.0, "split")  # a partial after every step it can
+    assert sorted(set(partials)) == [0, 1] and len(partials) > 2 * split.policy_version
+    assert (split.agent_steps, split.episodes) == (whole.agent_steps, whole.episodes)
+    assert [(r["agent_steps"], r["episodes"], r["mean_return"]) for r in split_rows] == \
+        [(r["agent_steps"], r["episodes"], r["mean_return"]) for r in whole_rows]
+    def leaves(tree, prefix=""):
+        if not isinstance(tree, dict):
+            return {prefix: tree}
+        return {k: v for key, sub in tree.items()
+                for k, v in leaves(sub, f"{prefix}/{key}").items()}
+
+    whole_leaves, split_leaves = leaves(whole_weights), leaves(split_weights)
+    assert whole_leaves.keys() == split_leaves.keys()
+    assert any(isinstance(v, torch.Tensor) for v in whole_leaves.values())
+    for key, value in whole_leaves.items():
+        same = (torch.equal(value, split_leaves[key]) if isinstance(value, torch.Tensor)
+                else value == split_leaves[key])
+        assert same, key
+    assert live_descendants() == []
+
+
 def test_resume_continues_steps_versions_and_wall_time(tmp_path, free_base_port):
     port = free_base_port(2)
     first = train(tiny_config(port, max_steps=1000), tmp_path / "run", resume=False,

@@ -321,6 +321,24 @@ def test_a_finished_behavior_is_no_longer_trained():
     assert done.behaviors[BANDIT].collected_steps == 12   # still counted
 
 
+@pytest.mark.parametrize("runner_class", [SyncRunner, AsyncRunner])
+def test_on_arrival_sees_the_arrived_data_before_any_host_trains(runner_class):
+    host = counting_host(buffer_steps=100)
+    backend = ScriptedBackend([rollout(0, 0, 60, returns=[2.0]), rollout(1, 0, 60)])
+    runner = runner_class(backend, {BEHAVIOR: host})
+    seen = []
+    runner.on_arrival = lambda parts: seen.append((dict(parts), list(host.learner.trained)))
+    runner.start()
+    done = runner.next_update().behaviors[BEHAVIOR]
+    assert host.learner.trained == [120] and done.metrics is not None
+    (parts, trained_then), = seen
+    assert trained_then == []                       # called before the update
+    arrived = parts[BEHAVIOR]
+    assert arrived.collected_steps == 120 and arrived.episode_returns == [2.0]
+    assert arrived.metrics is None
+    assert (done.collected_steps, done.episode_returns) == (120, [2.0])  # the round says it too
+
+
 def test_sync_runner_rejects_two_rollouts_from_one_actor():
     backend = ScriptedBackend([rollout(0, 0, 10), rollout(0, 0, 10)])
     with pytest.raises(RuntimeError, match="two rollouts in one sync round"):

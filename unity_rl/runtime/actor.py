@@ -13,7 +13,10 @@ Contract:
   soon as one lane has ``segment_steps`` agent-steps in it (each finished trajectory counted
   padded to whole ``BehaviorPlan.sequence_length`` sequences: the rows a memory learner's
   buffer gives it) (so a behavior that decides often is
-  served at its own pace; the others keep filling). Weights change only between collections; a
+  served at its own pace; the others keep filling). With ``ActorSpec.partial_interval_s`` (the
+  sync wiring) the trajectories finished so far also go out during the collection, at most
+  that often, as partial rollouts (``Rollout.final`` False; a lane that cuts at the segment
+  end keeps its trajectories for the final one). Weights change only between collections; a
   segment is tagged with the version its lane acted with (a trajectory that grew over several
   collections holds older steps too, with the log-probs of the policies that took them, as in
   ML-Agents);
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from typing import Any, Callable
 
 import numpy as np
@@ -82,6 +86,8 @@ class _Lane:
         """Self-play: the lane acts with an opponent snapshot (publications pass it by)."""
         self.result = None
         self.obs: np.ndarray | None = None
+        self.sent_rows = 0
+        """Rows of the collection in progress already sent in partial rollouts."""
 
     def observe(self, result) -> None:
         self.obs = self.collector.observe(result)
@@ -106,11 +112,29 @@ class _Lane:
         sequences: ``BehaviorPlan.sequence_length``)."""
         if self.plan.cut_at_segment_end:
             return self.collector.completed_steps
-        return self.collector.finished_rows
+        return self.collector.finished_rows + self.sent_rows
 
-    def segment(self, actor_id: int) -> Segment:
+    @property
+    def has_finished(self) -> bool:
+        """Finished trajectories wait that a partial rollout may carry (``segment(final=False)``;
+        a lane that cuts at the segment end sends its trajectories only with the final one)."""
+        return not self.plan.cut_at_segment_end and self.collector.finished_rows > 0
+
+    def segment(self, actor_id: int, final: bool = True) -> Segment:
+        """The collection's trajectories so far: the final segment ends the collection (a lane
+        that cuts at the segment end cuts its open trajectories then); a partial one holds the
+        finished trajectories only (``has_finished``), and the collection goes on."""
         collector = self.collector
-        trajectories = collector.flush() if self.plan.cut_at_segment_end else collector.take()
+        if not final:
+            if self.plan.cut_at_segment_end:
+                trajectories = []
+            else:
+                self.sent_rows += collector.finished_rows
+                trajectories = collector.take()
+        else:
+            trajectories = (collector.flush() if self.plan.cut_at_segment_end
+                            else collector.take())
+            self.sent_rows = 0
         returns, lengths = self.collector.pop_episodes()
         segment = Segment(trajectories=trajectories, policy_version=self.version,
                           actor_id=actor_id,
@@ -215,13 +239,18 @@ class Actor:
         logger.info("actor %d: builds reset (a lesson with require_reset ended)",
                     self.spec.actor_id)
 
-    def collect(self, on_step: Callable[[], bool] | None = None) -> Rollout | None:
+    def collect(self, on_step: Callable[[], bool] | None = None,
+                send_partial: Callable[[Rollout], None] | None = None) -> Rollout | None:
         """Steps the builds until the collection is complete (see the module doc).
 
         ``on_step()`` runs after every stream step (heartbeat); when it returns True the
         collection is abandoned and None is returned (the actor is being stopped).
+        ``send_partial``: with ``ActorSpec.partial_interval_s``, called with a partial rollout
+        (``Rollout.final`` False) of the trajectories finished so far, at most that often.
         """
         restarts = 0
+        interval = self.spec.partial_interval_s
+        partial_due = time.monotonic() + (interval or 0.0)
         while not self._complete():
             actions = {}
             for name, lane in self.lanes.items():
@@ -238,10 +267,18 @@ class Actor:
                                reason)
             if on_step is not None and on_step():
                 return None
+            if (send_partial is not None and interval is not None
+                    and time.monotonic() >= partial_due and not self._complete()
+                    and any(lane.has_finished for lane in self.lanes.values())):
+                send_partial(self._rollout(final=False, restarts=0))
+                partial_due = time.monotonic() + interval
         self.restarts += restarts
+        return self._rollout(final=True, restarts=restarts)
+
+    def _rollout(self, final: bool, restarts: int) -> Rollout:
         return Rollout(self.spec.actor_id, self.publication,
-                       {name: lane.segment(self.spec.actor_id)
-                        for name, lane in self.lanes.items()}, restarts)
+                       {name: lane.segment(self.spec.actor_id, final)
+                        for name, lane in self.lanes.items()}, restarts, final)
 
     def _complete(self) -> bool:
         return any(lane.collected >= lane.plan.segment_steps for lane in self.lanes.values())

@@ -2,8 +2,9 @@
 
 It builds the ``Actor``, reports ``READY`` with the behaviors' specs, waits for the first
 weights, then collects until told to stop. In the sync wiring
-(``ActorSpec.wait_for_new_weights``) it waits after each rollout for a publication newer than
-the one it used; in the async wiring it only picks up whatever weights have arrived (several
+(``ActorSpec.wait_for_new_weights``) it waits after each final rollout for a publication newer
+than the one it used (partial rollouts, ``ActorSpec.partial_interval_s``, go out during the
+collection); in the async wiring it only picks up whatever weights have arrived (several
 queued: only the newest is loaded). A ``Control`` (``ToActor.CONTROL``) is applied between
 collections, in its order among the weights; while one has paused the actor (async flow
 control, ``Control.paused``) it starts no collection and only takes commands until resumed.
@@ -19,7 +20,7 @@ from typing import Callable, Protocol
 
 from unity_rl.runtime.actor import Actor
 from unity_rl.runtime.actor_spec import ActorSpec
-from unity_rl.runtime.messages import ActorError, Command, FromActor, Report, ToActor
+from unity_rl.runtime.messages import ActorError, Command, FromActor, Report, Rollout, ToActor
 
 
 class Inbox(Protocol):
@@ -66,6 +67,9 @@ def actor_loop(spec: ActorSpec, inbox: Inbox, outbox: Outbox,
             if stop_requested() or not learner_alive():
                 raise _Stop
 
+    def send_partial(rollout: Rollout) -> None:
+        outbox.put(Report(FromActor.SEGMENT, spec.actor_id, rollout))
+
     def on_step() -> bool:
         heartbeat()
         return stop_requested() or not learner_alive()
@@ -106,7 +110,7 @@ def actor_loop(spec: ActorSpec, inbox: Inbox, outbox: Outbox,
             while actor.paused:  # async flow control: the learner owes too much training
                 apply_pending(next_command(block=True))
             used = actor.publication
-            rollout = actor.collect(on_step)
+            rollout = actor.collect(on_step, send_partial)
             if rollout is None:
                 raise _Stop
             outbox.put(Report(FromActor.SEGMENT, spec.actor_id, rollout))

@@ -93,6 +93,9 @@ class ActorSpec:
     """Intra-op threads of the actor's torch (1: the builds need the other cores)."""
     niceness: int = 0
     """Added to the actor process's niceness before it launches its builds (they inherit it)."""
+    partial_interval_s: float | None = None
+    """Sync wiring: send the trajectories finished so far as a partial rollout at most this
+    often (seconds) during a collection (``Rollout.final``); None: one rollout per collection."""
     control: Control | None = None
     """The run's control state to start with (a re-created actor gets the latest one)."""
     stream_factory: Optional[Callable[[], Any]] = field(default=None, compare=False)

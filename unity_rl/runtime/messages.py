@@ -133,6 +133,10 @@ class Rollout(NamedTuple):
     """Full behavior name -> that behavior's segment (every trained behavior, maybe empty)."""
     restarts: int = 0
     """Builds of this actor restarted during the collection."""
+    final: bool = True
+    """False: trajectories finished so far in a collection that goes on (a sync actor sends
+    them as they finish, ``ActorSpec.partial_interval_s``, so the learner counts their steps and
+    episodes at once); the collection's last rollout is final."""
 
 
 class ActorError(NamedTuple):

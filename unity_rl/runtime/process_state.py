@@ -1,17 +1,42 @@
 """Process-wide state the learner host owns: signals during a run (SIGTERM as
-``unity_rl.interrupts.Terminated``, ``shielded`` clean-up), and the RNG states that checkpoints
-carry (learners never touch either: ``runtime/algorithm.py``)."""
+``unity_rl.interrupts.Terminated``, ``shielded`` clean-up), the RNG states that checkpoints
+carry (learners never touch either: ``runtime/algorithm.py``), and imports worth starting
+early (``import_in_background``)."""
 from __future__ import annotations
 
 import contextlib
+import importlib
+import logging
 import random
 import signal
 import threading
 
-
 import numpy as np
 import torch
 
+logger = logging.getLogger(__name__)
+
+OPTIMISER_IMPORTS = ("torch._dynamo",)
+"""What a learner's first optimiser imports: ``torch.optim.Optimizer.__init__`` is wrapped by
+``torch._disable_dynamo``, whose first call imports ``torch._dynamo`` (2.5-2.7 s of one core
+here, torch 2.13), so the first learner built would pay it while every actor already waits."""
+
+
+def import_in_background(modules: tuple[str, ...] = OPTIMISER_IMPORTS) -> threading.Thread:
+    """Starts importing ``modules`` in a daemon thread and returns it (join it before the code
+    that needs them). The trainer starts it before the builds, whose start-up it overlaps: the
+    main thread then mostly waits on pipes. A failed import is logged at DEBUG and left to fail
+    again, with its own error, where the module is used."""
+    def run() -> None:
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except Exception as err:  # the real import, later, says what is wrong
+                logger.debug("background import of %s failed: %r", name, err)
+
+    thread = threading.Thread(target=run, name="unity_rl-imports", daemon=True)
+    thread.start()
+    return thread
 
 
 @contextlib.contextmanager

@@ -3,11 +3,13 @@
 Both drive every behavior's ``LearnerHost`` through the same calls (``runtime/algorithm.py``),
 so PPO, DDPG or a mix of them in one run are wired alike; ``next_update()`` returns a ``Round``
 with, per behavior, the agent-steps and episodes that arrived and the metrics of the training
-done for it (if any).
+done for it (if any); ``on_arrival``, when set, sees the arrived part before any training.
 
 **sync** — every actor collects one rollout with the current weights (``ActorSpec.
-wait_for_new_weights``; a rollout ends when one of its behaviors has its segment's worth); the
-runner waits for all K rollouts, hands the segments to their hosts, lets every host with work
+wait_for_new_weights``; a rollout ends when one of its behaviors has its segment's worth; what
+finished before may come ahead in partial rollouts, ``Rollout.final`` False, counted by
+``on_arrival`` as they come); the runner waits for all K final rollouts, hands the segments to
+their hosts (each actor's partial ones first, actors in order), lets every host with work
 due ``train(sync=True)`` (PPO: one update once its buffer is full; DDPG: every update owed) and
 publishes; actors wait for that publication before collecting again. A behavior's weights change
 only when it trains, and actors always act with the newest: policy lag is 0 for every behavior,
@@ -75,6 +77,11 @@ class _Wiring:
         self.before_publish: Callable[[], None] | None = None
         """Called at the start of every publication, before the weights go out (self-play: its
         schedules run there, so that a sync actor gets their control before the weights)."""
+        self.on_arrival: Callable[[dict[str, BehaviorRound]], None] | None = None
+        """Called with what arrived (parts with ``metrics`` None) before any host trains on
+        it: once per round, and in sync mode also once per partial rollout as it comes. The
+        session counts agent-steps and episodes there, so a summary window closes as soon as
+        its agent-steps have arrived, as mlagents-learn's does, not after the update."""
 
     def finish(self, name: str) -> None:
         """Stops training behavior ``name`` (its actors keep acting with its last weights)."""
@@ -110,8 +117,18 @@ class _Wiring:
                     lags[name].append(lag)
         return lags
 
+    def _arrived(self, rollouts: list[Rollout]) -> None:
+        """Tells ``on_arrival`` what arrived this round, before anything trains on it."""
+        if self.on_arrival is not None:
+            self.on_arrival(self._parts(rollouts, {}, {}, 0.0))
+
     def _round(self, rollouts: list[Rollout], lags: dict[str, list[int]],
                trained: dict[str, dict[str, float]], wait_s: float) -> Round:
+        return Round(self._parts(rollouts, lags, trained, wait_s), len(rollouts),
+                     sum(r.restarts for r in rollouts))
+
+    def _parts(self, rollouts: list[Rollout], lags: dict[str, list[int]],
+               trained: dict[str, dict[str, float]], wait_s: float) -> dict[str, BehaviorRound]:
         parts = {}
         for name in self.hosts:
             segments = [r.segments[name] for r in rollouts if name in r.segments]
@@ -127,7 +144,7 @@ class _Wiring:
                 episode_returns=[r for s in segments for r in s.episode_returns],
                 episode_lengths=[n for s in segments for n in s.episode_lengths],
                 metrics=metrics)
-        return Round(parts, len(rollouts), sum(r.restarts for r in rollouts))
+        return parts
 
 
 def _lag_metrics(lags: list[int]) -> dict[str, float]:
@@ -142,25 +159,38 @@ def _timed_train(host: LearnerHost, sync: bool) -> dict[str, float]:
     return metrics
 
 
-def gather_one_rollout_per_actor(backend: ActorBackend) -> list[Rollout]:
-    """Blocks until every actor has delivered its rollout of a sync round (in actor order)."""
-    by_actor: dict[int, Rollout] = {}
-    while len(by_actor) < backend.num_actors:
+def gather_one_rollout_per_actor(backend: ActorBackend,
+                                 on_partial: Callable[[Rollout], None] | None = None
+                                 ) -> list[Rollout]:
+    """Blocks until every actor has delivered its final rollout of a sync round; returns every
+    rollout of the round, each actor's partial ones (``Rollout.final`` False, in the order it
+    sent them, each shown to ``on_partial`` as it arrives) before its final one, actors in
+    order, so that what the hosts accept does not depend on timing."""
+    finals: dict[int, Rollout] = {}
+    partials: dict[int, list[Rollout]] = {}
+    while len(finals) < backend.num_actors:
         rollout = backend.receive()
-        if rollout.actor_id in by_actor:
+        if rollout.actor_id in finals:
             raise RuntimeError(f"actor {rollout.actor_id} sent two rollouts in one sync round")
-        by_actor[rollout.actor_id] = rollout
-    return [by_actor[k] for k in sorted(by_actor)]
+        if rollout.final:
+            finals[rollout.actor_id] = rollout
+            continue
+        partials.setdefault(rollout.actor_id, []).append(rollout)
+        if on_partial is not None:
+            on_partial(rollout)
+    return [r for k in sorted(finals) for r in [*partials.get(k, ()), finals[k]]]
 
 
 class SyncRunner(_Wiring):
-    """Gather one rollout per actor -> every host trains -> publish, in lockstep."""
+    """Gather one collection per actor -> every host trains -> publish, in lockstep."""
 
     def next_update(self) -> Round:
         t0 = time.perf_counter()
-        rollouts = gather_one_rollout_per_actor(self.backend)
+        rollouts = gather_one_rollout_per_actor(self.backend,
+                                                lambda partial: self._arrived([partial]))
         wait_s = time.perf_counter() - t0
         lags = self._accept(rollouts)
+        self._arrived([r for r in rollouts if r.final])
         trained = {name: _timed_train(host, sync=True)
                    for name, host in self._training() if host.ready()}
         self.publish()
@@ -186,6 +216,7 @@ class AsyncRunner(_Wiring):
             for name, more in self._accept(rollouts).items():
                 lags[name].extend(more)
         wait_s = time.perf_counter() - t0
+        self._arrived(rollouts)
         self._flow_control()  # pause at once if what arrived put a host beyond its bound
         trained = {name: _timed_train(host, sync=False)
                    for name, host in self._training() if host.ready()}

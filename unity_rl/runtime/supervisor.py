@@ -104,7 +104,7 @@ class Slot:
     history: list = field(default_factory=list)
     """Per incarnation that reported READY: what the transport calls it (pid, (node, pid))."""
     rollouts: list = field(default_factory=list)
-    """Rollouts received from each incarnation (launch order)."""
+    """Final rollouts received from each incarnation (launch order)."""
 
     @property
     def actor_id(self) -> int:
@@ -232,7 +232,7 @@ class ActorSupervisor(ActorBackend):
         return [list(slot.history) for slot in self._slots]
 
     def incarnation_rollouts(self) -> list[list[int]]:
-        """Rollouts received from each incarnation of each actor (launch order, actor order)."""
+        """Final rollouts from each incarnation of each actor (launch order, actor order)."""
         return [list(slot.rollouts) for slot in self._slots]
 
     def build_pids(self) -> list[tuple[int, ...]]:
@@ -281,8 +281,9 @@ class ActorSupervisor(ActorBackend):
             self._on_ready(slot, report.payload)
         elif report.kind is FromActor.SEGMENT:
             rollout: Rollout = report.payload
-            slot.delivered = max(slot.delivered, rollout.publication)
-            slot.rollouts[-1] += 1
+            if rollout.final:  # a partial one leaves the collection (and the round) open
+                slot.delivered = max(slot.delivered, rollout.publication)
+                slot.rollouts[-1] += 1
             self._pending.append(rollout)
         else:
             raise RuntimeError(f"actor {slot.actor_id} sent an unexpected {report.kind}")

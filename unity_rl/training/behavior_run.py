@@ -68,11 +68,21 @@ class BehaviorRun:
     def done(self) -> bool:
         return self.agent_steps >= self.settings.max_steps
 
-    def record(self, part: BehaviorRound, log_always: bool = False) -> bool:
-        """Folds one round in (a progress row when it trained, or with ``log_always`` whenever
-        steps arrived: inference); True when a checkpoint is due."""
+    def arrive(self, part: BehaviorRound) -> None:
+        """Counts a round's agent-steps and episodes as they arrive, before any update on them
+        (a summary window they complete is written now: ``MetricsWriter.reach``)."""
         self.agent_steps += part.collected_steps
         self.metrics.record_episodes(part.episode_returns, part.episode_lengths)
+        self.metrics.reach(self.agent_steps)
+
+    def record(self, part: BehaviorRound, log_always: bool = False,
+               arrived: bool = False) -> bool:
+        """Folds one round in (a progress row when it trained, or with ``log_always`` whenever
+        steps arrived: inference); True when a checkpoint is due. ``arrived``: its steps and
+        episodes were counted already (``arrive``)."""
+        if not arrived:
+            self.agent_steps += part.collected_steps
+            self.metrics.record_episodes(part.episode_returns, part.episode_lengths)
         if part.metrics is not None or (log_always and part.collected_steps):
             self.metrics.log(self.agent_steps, part.metrics or {})
         if self.agent_steps >= self.next_checkpoint:

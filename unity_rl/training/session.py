@@ -6,7 +6,8 @@ so that clean-up knows what exists).
   step budget), restored from the checkpoint (``--resume``) or started from another run's
   learners (``--initialize-from``);
 - ``loop``: ``runner.next_update()`` round after round until every behavior reached its
-  ``max_steps`` (or every mean return ``target_return``): records each round, moves the
+  ``max_steps`` (or every mean return ``target_return``): records each round (its steps and
+  episodes as they arrive, before the update on them: ``runner.on_arrival``), moves the
   curricula' lessons (a change goes to every actor's builds), checkpoints when due;
 - ``save_checkpoint``, ``save_final``, ``close``, ``result``: the run's outputs.
 
@@ -186,12 +187,16 @@ class TrainingSession:
              on_round: Callable[[Round], None] | None = None) -> None:
         """Runs rounds until every behavior is done (or ``target_return``); ``on_round`` sees
         each round first (the trainer's ``ThreadTrial``)."""
+        arrived: set[str] = set()
+        if self.selfplay is None:  # (self-play brains are merged from their teams' rounds)
+            runner.on_arrival = lambda parts: self._arrive(parts, arrived)
         runner = make_selfplay_runner(runner, self.selfplay)
         runner.start()
         for name, behavior in self.behaviors.items():
             if behavior.done or self.inference:
                 runner.finish(name)
         while not all(b.done for b in self.behaviors.values()):
+            arrived.clear()
             round_ = runner.next_update()
             if on_round is not None:
                 on_round(round_)
@@ -204,9 +209,10 @@ class TrainingSession:
                     self.behaviors[brain].metrics.set_stat("Self-play/ELO", elo)
             for name, part in round_.behaviors.items():
                 behavior = self.behaviors[name]
-                if behavior.done:
+                if behavior.done and name not in arrived:
                     continue
-                checkpoint_due |= behavior.record(part, log_always=self.inference)
+                checkpoint_due |= behavior.record(part, log_always=self.inference,
+                                                  arrived=name in arrived)
                 if behavior.done:
                     runner.finish(name)
                     logger.info("%s reached max_steps (%d agent-steps): it stops training",
@@ -219,6 +225,15 @@ class TrainingSession:
                 logger.info("every behavior's mean return >= %.2f after %d agent-steps: stopping",
                             target_return, self.agent_steps)
                 break
+
+    def _arrive(self, parts: dict, arrived: set[str]) -> None:
+        """The runner's ``on_arrival`` (once or more per round: sync actors' partial rollouts):
+        counts what arrived for each behavior still training."""
+        for name, part in parts.items():
+            behavior = self.behaviors.get(name)
+            if behavior is not None and (not behavior.done or name in arrived):
+                behavior.arrive(part)  # (a round that began counting counts to its end)
+                arrived.add(name)
 
     def _update_lessons(self, round_, backend: ActorBackend) -> None:
         """Checks the lessons with the round's episodes (mlagents-learn's

@@ -61,7 +61,7 @@ from unity_rl.interrupts import sigterm_raises
 from unity_rl.runtime.allocator import keep_freed_memory
 from unity_rl.runtime.backend import ActorBackend
 from unity_rl.runtime.messages import ActorFailedError
-from unity_rl.runtime.process_state import seed_everything, shielded
+from unity_rl.runtime.process_state import import_in_background, seed_everything, shielded
 from unity_rl.training.results import TrainResult
 from unity_rl.training.resume import initial_state, load_state, resolve_seed, restore_curricula
 from unity_rl.training.session import TrainingSession
@@ -111,9 +111,11 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
         try:
             try:
                 t0 = time.perf_counter()
+                imports = import_in_background()  # while the actors and builds start
                 infos = backend.start()
                 logger.info("%d actor(s) with %d build(s) ready in %.1f s", len(infos),
                             cfg.env_settings.num_envs, time.perf_counter() - t0)
+                imports.join()
                 run.setup(infos, console)
                 parameters = run.largest_learner_parameters()
                 threads = learner_torch_threads(cfg, parameters)

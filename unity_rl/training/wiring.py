@@ -101,7 +101,8 @@ def actor_specs(cfg: RunConfig, algorithms: dict[str, Algorithm], default: Algor
         specs.append(ActorSpec(
             actor_id=k, stream=stream, plans=plans, default_plan=default_plan,
             wait_for_new_weights=(rl.mode == "sync"), seed=policy_seed, torch_threads=1,
-            niceness=actor_niceness(rl)))
+            niceness=actor_niceness(rl),
+            partial_interval_s=PARTIAL_INTERVAL_S if rl.mode == "sync" else None))
     return specs
 
 
@@ -156,6 +157,13 @@ at half the cores)."""
 
 ASYNC_ACTOR_NICENESS = 10
 """Async actors' default niceness: CFS then gives a busy learner about 10x an actor's share."""
+
+PARTIAL_INTERVAL_S = 1.0
+"""Sync actors send the trajectories finished so far at most this often during a collection
+(``ActorSpec.partial_interval_s``): the learner counts their agent-steps and episodes as
+they come, so a summary window (TensorBoard, the console) closes when its agent-steps have
+been played, as mlagents-learn's does, not when the whole buffer has arrived. What the hosts
+accept, and in which order, does not change."""
 
 
 def _plan(algorithm: Algorithm):
