@@ -69,11 +69,13 @@ def test_reach_closes_a_window_when_its_steps_arrive_and_the_update_joins_the_ne
         metrics.record_episodes([8.0], [10])
         metrics.reach(2100)
         metrics.log(2100, {"Losses/Policy Loss": 0.75})
+        metrics.record_episodes([9.0], [10])
+        metrics.reach(2600)                    # stopped before the update on it
     tb = _scalars(tmp_path / "Worm")
-    assert tb["Environment/Cumulative Reward"] == [(1000, 5.0), (2000, 8.0)]
+    assert tb["Environment/Cumulative Reward"] == [(1000, 5.0), (2000, 8.0), (2600, 9.0)]
     # each update's scalars are in the window after the one its data closed; close() writes the
-    # last, partial one
-    assert tb["Losses/Policy Loss"] == [(2000, 0.25), (2100, 0.75)]
+    # last, partial one, labelled with the last step that arrived
+    assert tb["Losses/Policy Loss"] == [(2000, 0.25), (2600, 0.75)]
     assert out.getvalue().count("Step: 1000.") == 1 and out.getvalue().count("Step: 2000.") == 1
     rows = read_progress(tmp_path / "Worm" / "progress.csv")
     assert [r["agent_steps"] for r in rows] == [1200, 2100]     # rows come from log() only

@@ -234,6 +234,7 @@ class MetricsWriter:
         agent_steps = int(agent_steps)
         if self._tb is not None:
             self._close_window(agent_steps)
+        self._last_step = max(self._last_step, agent_steps)  # the last window's label
         if self.console and self._summarise(agent_steps):
             self._console(agent_steps, time.monotonic() - self._t0)
 
