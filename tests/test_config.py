@@ -466,6 +466,25 @@ def test_command_line_overrides_win_and_are_checked(tmp_path):
         apply_overrides(cfg, num_env=3)
 
 
+def test_num_actors_null_is_one_per_build_in_sync_local_runs_up_to_the_cores(tmp_path,
+                                                                            monkeypatch):
+    from unity_rl.config import run_config
+
+    cfg = load_text(tmp_path, MLAGENTS_3DBALL)
+    assert cfg.unity_rl.num_actors is None and cfg.num_actors == 1      # one build
+    monkeypatch.setattr(run_config, "usable_cores", lambda: 2)
+    assert apply_overrides(cfg, num_envs=2).num_actors == 2
+    assert apply_overrides(cfg, num_envs=8).num_actors == 2             # capped by the cores
+    assert apply_overrides(cfg, num_envs=8, num_actors=3).num_actors == 3  # given: kept
+    assert apply_overrides(cfg, num_envs=2, mode="async").num_actors == 1
+    assert apply_overrides(cfg, num_envs=2, backend="ray").num_actors == 1
+    # the default segment is then a share of the buffer per actor (PPO)
+    two = apply_overrides(cfg, num_envs=2)
+    [behavior] = two.behaviors.values()
+    assert two.unity_rl.resolve_segment_steps(behavior, two.num_actors) == \
+        -(-behavior.hyperparameters.buffer_size // 2)
+
+
 def test_max_steps_override_reaches_every_behavior_and_the_learner_schedule(tmp_path):
     cfg = load_text(tmp_path, MLAGENTS_3DBALL + "default_settings: {time_horizon: 32}\n")
     out = apply_overrides(cfg, max_steps=100_000)

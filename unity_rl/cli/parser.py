@@ -84,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "term by the behaviour's importance weight; behaviour centres it on "
                             "the stored log-probs (default behaviour)")
     train.add_argument("--num-actors", type=int, metavar="K",
-                       help="actor processes; the --num-envs builds are split over them (default 1)")
+                       help="actor processes; the --num-envs builds are split over them (default: "
+                            "sync on local processes one per build, up to the cores; else 1)")
     train.add_argument("--backend", choices=("local", "ray"), help="where actors run: local processes or Ray (default local)")
     train.add_argument("--ray-address", metavar="ADDR",
                        help="address of an existing Ray cluster (with --backend ray; default "

@@ -92,7 +92,7 @@ def _check_layout(cfg) -> None:
 
     try:
         training_sections(cfg)
-        split_builds(cfg.env_settings.num_envs, cfg.unity_rl.num_actors)
+        split_builds(cfg.env_settings.num_envs, cfg.num_actors)
     except ValueError as err:
         raise CliError(str(err)) from None
 

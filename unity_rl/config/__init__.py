@@ -28,7 +28,7 @@ One format, the one ``mlagents-learn`` reads, so that its users keep their files
     debug: false
     unity_rl:                       # ours: what ML-Agents has no key for
       mode: sync                    # sync | async
-      num_actors: 1
+      num_actors: null              # sync, local: one per build (up to the cores); else 1
       ...
 
 Strictness (as ML-Agents' ``strict_to_cls``, with better messages): an unknown key, a value of

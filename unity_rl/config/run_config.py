@@ -12,6 +12,7 @@ Building a ``RunConfig`` applies the ``unity_rl`` section's run-wide edits to ev
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Literal
@@ -59,6 +60,12 @@ class CheckpointConfig:
                self.inference)
 
 
+def usable_cores() -> int:
+    """Cores this process may run on (its affinity where the OS says, else the CPU count)."""
+    usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    return len(usable) if usable else (os.cpu_count() or 1)
+
+
 _DEVICE = re.compile(r"^(cpu|cuda(:\d+)?|mps)$")
 
 
@@ -80,8 +87,10 @@ class UnityRLConfig:
 
     mode: Literal["sync", "async"] = "sync"
     """'sync': the learner waits for all actors, then updates; 'async': it trains on segments as they come."""
-    num_actors: int = 1
-    """Actor processes, each running env_settings.num_envs builds."""
+    num_actors: int | None = None
+    """Actor processes; the env_settings.num_envs builds are split over them. null: in sync mode
+    on the local backend one per build, up to this machine's cores (each actor's inference then
+    overlaps the other builds' steps), else 1 (``RunConfig.num_actors`` resolves it)."""
     segment_steps: int | None = None
     """Agent-steps an actor collects per segment (None: see resolve_segment_steps)."""
     max_policy_lag: int = 2
@@ -133,7 +142,8 @@ class UnityRLConfig:
     def __post_init__(self) -> None:
         s = "unity_rl"
         check_field(self.mode in ("sync", "async"), s, "mode", "'sync' or 'async'", self.mode)
-        check_field(is_int(self.num_actors) and self.num_actors >= 1, s, "num_actors", "an int >= 1", self.num_actors)
+        check_field(self.num_actors is None or (is_int(self.num_actors) and self.num_actors >= 1),
+                    s, "num_actors", "null or an int >= 1", self.num_actors)
         check_field(self.segment_steps is None or (is_int(self.segment_steps) and self.segment_steps >= 1), s,
                "segment_steps", "null or an int >= 1", self.segment_steps)
         check_field(is_int(self.max_policy_lag) and self.max_policy_lag >= 0, s, "max_policy_lag",
@@ -165,13 +175,13 @@ class UnityRLConfig:
         check_field(isinstance(self.fix_quirks, tuple) and all(q in known for q in self.fix_quirks),
                     s, "fix_quirks", f"a list of names among {sorted(known)}", self.fix_quirks)
 
-    def resolve_segment_steps(self, behavior: BehaviorConfig) -> int:
-        """segment_steps, or its trainer type's default (PPO: buffer_size / num_actors, rounded
-        up; DDPG: 256)."""
+    def resolve_segment_steps(self, behavior: BehaviorConfig, num_actors: int) -> int:
+        """segment_steps, or its trainer type's default over ``num_actors`` actors (PPO:
+        buffer_size / num_actors, rounded up; DDPG: 256)."""
         if self.segment_steps is not None:
             return self.segment_steps
         spec = trainer_type(behavior.trainer_type)
-        return spec.default_segment_steps(behavior.hyperparameters, self.num_actors,
+        return spec.default_segment_steps(behavior.hyperparameters, num_actors,
                                           behavior.time_horizon)
 
 
@@ -218,6 +228,17 @@ class RunConfig:
             if self.default_settings is not None:
                 object.__setattr__(self, "default_settings",
                                    with_quirk_fixes(self.default_settings, self.unity_rl.fix_quirks))
+
+    @property
+    def num_actors(self) -> int:
+        """``unity_rl.num_actors``, null resolved: in sync mode on the local backend one actor
+        per build up to the cores this process may use, else 1."""
+        rl = self.unity_rl
+        if rl.num_actors is not None:
+            return rl.num_actors
+        if rl.mode == "sync" and rl.backend == "local":
+            return max(1, min(int(self.launch.num_envs), usable_cores()))
+        return 1
 
     @property
     def env_settings(self) -> LaunchSettings:

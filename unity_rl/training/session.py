@@ -121,7 +121,7 @@ class TrainingSession:
                 continue  # a brain's other team: the brain's one host is made for its first
             algorithm = self._algorithm_for(name)
             seed = learner_seed(self.seed, i)
-            ctx = HostContext(device, seed, rl.num_actors, rl.mode, rl.max_policy_lag,
+            ctx = HostContext(device, seed, self.cfg.num_actors, rl.mode, rl.max_policy_lag,
                               rl.max_update_backlog)
             key = team_of(name)[0] if name in teams else name
             hosts[key] = (algorithm.make_host(reported[name], ctx), reported[name])

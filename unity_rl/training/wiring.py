@@ -3,7 +3,7 @@
 - ``training_sections`` / ``make_algorithms``: the config sections a run trains (after
   ``unity_rl.behavior``) and one ``Algorithm`` per section (``runtime/algorithm.py``);
 - ``actor_specs``: one ``ActorSpec`` per actor: its builds (``env_settings.num_envs`` split as
-  evenly as possible over ``num_actors``; build i of the run is worker i, on port
+  evenly as possible over ``RunConfig.num_actors``; build i of the run is worker i, on port
   ``base_port + i``), the run's ``LaunchSettings`` and every section's ``BehaviorPlan``;
 - ``make_backend`` / ``wire``: mode x backend, chosen here and nowhere else (the backends import
   ``backend.py``; it imports neither of them).
@@ -11,13 +11,13 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from unity_rl.config import BehaviorConfig, ConfigError, RunConfig
+from unity_rl.config.run_config import usable_cores
 from unity_rl.envs.behavior import ALL_BEHAVIORS
 from unity_rl.envs.types import short_name
 from unity_rl.runtime.actor_spec import ActorSpec, StreamSettings
@@ -79,9 +79,9 @@ def actor_specs(cfg: RunConfig, algorithms: dict[str, Algorithm], default: Algor
     env, rl = cfg.env_settings, cfg.unity_rl
     if env.env_path is None:
         raise ValueError("env_settings.env_path (--env) is required: the path of a Unity build")
-    if actor_env_args is not None and len(actor_env_args) != rl.num_actors:
+    if actor_env_args is not None and len(actor_env_args) != cfg.num_actors:
         raise ValueError(f"actor_env_args has {len(actor_env_args)} entries for "
-                         f"{rl.num_actors} actors")
+                         f"{cfg.num_actors} actors")
     launch = cfg.launch_settings(str(log_dir))
     if env_parameters is not None:
         launch = dataclasses.replace(launch, env_parameters=tuple(env_parameters.items()))
@@ -89,7 +89,7 @@ def actor_specs(cfg: RunConfig, algorithms: dict[str, Algorithm], default: Algor
     default_plan = _plan(default) if default is not None else None
     behaviors = (rl.behavior,) if rl.behavior is not None else (ALL_BEHAVIORS,)
     specs = []
-    for k, (first_worker, count) in enumerate(split_builds(env.num_envs, rl.num_actors)):
+    for k, (first_worker, count) in enumerate(split_builds(env.num_envs, cfg.num_actors)):
         extra = tuple(actor_env_args[k]) if actor_env_args is not None else ()
         stream = StreamSettings(
             env_path=str(env.env_path), num_builds=count, worker_id_start=first_worker,
@@ -133,9 +133,7 @@ def learner_torch_threads(cfg: RunConfig, parameters: int = 0) -> int:
              or parameters >= LARGE_LEARNER_PARAMETERS)
     if rl.mode != "sync" or not large:
         return 1
-    usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
-    cores = len(usable) if usable else (os.cpu_count() or 1)
-    return max(1, min(cores, SYNC_LEARNER_MAX_THREADS))
+    return max(1, min(usable_cores(), SYNC_LEARNER_MAX_THREADS))
 
 
 WIDE_NETWORK_UNITS = 256

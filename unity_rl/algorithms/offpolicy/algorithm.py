@@ -54,7 +54,8 @@ class OffPolicyAlgorithm(Algorithm):
         cfg = self.behavior_cfg
         return BehaviorPlan(
             policy_factory=self.policy_factory(),
-            segment_steps=self.run_cfg.unity_rl.resolve_segment_steps(cfg),
+            segment_steps=self.run_cfg.unity_rl.resolve_segment_steps(
+                cfg, self.run_cfg.num_actors),
             time_horizon=cfg.time_horizon,
             cut_at_segment_end=self.run_cfg.unity_rl.trajectory_cuts == "segment")
 

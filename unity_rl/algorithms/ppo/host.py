@@ -179,7 +179,8 @@ class PPOAlgorithm(Algorithm):
             policy_factory=functools.partial(
                 ppo_policy, network_cfg=self.behavior_cfg.network_settings,
                 shared_critic=shared_critic),
-            segment_steps=rl.resolve_segment_steps(self.behavior_cfg),
+            segment_steps=rl.resolve_segment_steps(self.behavior_cfg,
+                                                    self.run_cfg.num_actors),
             time_horizon=self.behavior_cfg.time_horizon,
             cut_at_segment_end=rl.trajectory_cuts == "segment",
             collect_groups=collect_groups,
