@@ -25,8 +25,9 @@ Contract:
   its folder, progress rows and policy files);
 - step counts are agent-steps collected from the builds (including segments the async wiring
   drops as too stale);
-- ``env_settings.num_envs`` builds in all, split as evenly as possible over ``num_actors``
-  actors; build i of the run is worker i, on port ``base_port + i``;
+- ``env_settings.num_envs`` builds in all, split as evenly as possible over
+  ``RunConfig.num_actors`` actors (null: one per build in sync mode on local processes, up to
+  the cores); build i of the run is worker i, on port ``base_port + i``;
 - one checkpoint file holds every behavior's entry (written atomically together, so a resumed
   run restarts all behaviors from one consistent moment), the seed and the RNG states; one is
   written when any behavior crosses its ``checkpoint_interval``; ``resume=True`` continues from
