@@ -5,16 +5,15 @@ Contract:
 - one writer per behavior: TensorBoard events and ``progress.csv`` go to
   ``<run_dir>/<behavior_name>/`` (ML-Agents' layout);
 - ``record_episodes(returns, lengths)`` feeds finished episodes; ``log(agent_steps, scalars)``
-  writes one row of ``progress.csv`` (flushed at once), the TensorBoard scalars, and the console
-  progress; ``reach(agent_steps)`` (data arrived, no update on it yet) closes a window
-  without a row. ``mean_return`` in the CSV is over the last 100 episodes (the benchmark's
-  target); TensorBoard is written once per ``summary_freq`` window, as ML-Agents does: at the first
-  ``reach`` or ``log`` past a multiple of ``summary_freq``, labelled with that multiple,
-  ``Environment/Cumulative Reward`` and ``Environment/Episode Length`` are the means of the
-  episodes finished in the window and every learner scalar is its mean over the window's logs;
-  ``Environment/Cumulative Reward (last 100)`` is the rolling value, and a ``set_stat`` scalar
-  (a lesson number) its most recent value. ``close`` writes a last,
-  partial window (labelled with the last step) so that short runs are not empty;
+  writes a ``progress.csv`` row (flushed at once), the TensorBoard scalars and the console
+  progress; ``reach(agent_steps)`` (data arrived, no update on it yet) closes a window without a
+  row. The CSV's ``mean_return`` is over the last 100 episodes (the benchmark's target);
+  TensorBoard gets one point per ``summary_freq`` window, as ML-Agents: at the first ``reach``
+  or ``log`` past a multiple of ``summary_freq``, labelled with it, ``Environment/Cumulative
+  Reward`` and ``Environment/Episode Length`` the means of the window's episodes, each learner
+  scalar its mean over the window's logs, ``Environment/Cumulative Reward (last 100)`` the
+  rolling value and a ``set_stat`` scalar (a lesson number) its latest value. ``close`` writes
+  a last, partial window (labelled with the last step) so that short runs are not empty;
 - learner scalars keep names that already have a section (``"Losses/Value Loss"``); the plain
   names learners tend to return (``policy_loss``, ``learning_rate``, ...) are mapped onto
   ML-Agents' names by ``tensorboard_name``; ``policy_lag`` (or ``Policy/Lag``) also fills the
@@ -69,9 +68,7 @@ def tensorboard_name(key: str) -> str:
     """ML-Agents-style tag for a learner metric: kept if it has a section, else mapped."""
     if "/" in key:
         return key
-    if key in _ML_AGENTS_NAMES:
-        return _ML_AGENTS_NAMES[key]
-    return "Policy/" + key.replace("_", " ").title()
+    return _ML_AGENTS_NAMES.get(key) or "Policy/" + key.replace("_", " ").title()
 
 
 def format_duration(seconds: float) -> str:
@@ -387,13 +384,9 @@ class MetricsWriter:
 
 def _fmt(value) -> str:
     """CSV cell: empty for NaN/None, compact floats."""
-    if value is None:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return ""
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return ""
-        return f"{value:.6g}"
-    return str(value)
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
 def read_progress(path: str | os.PathLike) -> list[dict[str, float]]:

@@ -67,7 +67,7 @@ def actor_loop(spec: ActorSpec, inbox: Inbox, outbox: Outbox,
             if stop_requested() or not learner_alive():
                 raise _Stop
 
-    def send_partial(rollout: Rollout) -> None:
+    def send_rollout(rollout: Rollout) -> None:
         outbox.put(Report(FromActor.SEGMENT, spec.actor_id, rollout))
 
     def on_step() -> bool:
@@ -110,10 +110,10 @@ def actor_loop(spec: ActorSpec, inbox: Inbox, outbox: Outbox,
             while actor.paused:  # async flow control: the learner owes too much training
                 apply_pending(next_command(block=True))
             used = actor.publication
-            rollout = actor.collect(on_step, send_partial)
+            rollout = actor.collect(on_step, send_rollout)
             if rollout is None:
                 raise _Stop
-            outbox.put(Report(FromActor.SEGMENT, spec.actor_id, rollout))
+            send_rollout(rollout)
             # Sync: block until newer weights. Async: take whatever has arrived, newest last.
             while spec.wait_for_new_weights and actor.publication <= used:
                 apply(next_command(block=True))
