@@ -30,7 +30,7 @@ def test_the_trial_alternates_after_the_warmup_and_keeps_the_faster_count(second
     assert settings == [2, 1, 2, 1, kept]
     assert trial.seconds == {n: [s, s] for n, s in seconds_at.items()}
     assert trial.chosen == kept and trial.current == kept
-    assert f"keeps {kept} torch thread(s)" in caplog.text
+    assert f"keeps {kept} core(s)" in caplog.text
     assert f"{seconds_at[2]:.3f} s on 2, {seconds_at[1]:.3f} s on 1" in caplog.text
 
 

@@ -14,7 +14,8 @@ differ in the last bits.
 critic; SAC's policy, Q1, Q2 and V), and each would copy its cameras channels-last again. A
 learner wraps one minibatch's forward passes in ``with converted_once(...):``; inside, the first
 conversion of a camera batch is kept and handed to every later reader of the same tensor (the
-same memory, shape, strides and version). The scope holds the source tensors, so their memory
+same memory, shape, strides and version), from any thread in its context (a learner's update
+lanes, ``lanes.py``; a lock orders them). The scope holds the source tensors, so their memory
 cannot be reused for another batch while it lasts; leaving it drops them.
 
 ``MinibatchWorkspace``: a camera minibatch is ~100 MB (256 rows of 12x84x84 floats), and
@@ -29,6 +30,7 @@ one (its backward pass and optimiser step), as every learner here is.
 from __future__ import annotations
 
 import contextlib
+import threading
 from contextvars import ContextVar
 from typing import Iterator
 
@@ -74,6 +76,9 @@ class _Scope:
         """(data_ptr, shape, strides, version) -> (source, converted)."""
         self.per_shape: dict[tuple, int] = {}
         """Camera batches converted so far per image shape (C, H, W)."""
+        self.lock = threading.Lock()
+        """Held while a conversion is looked up or made: a learner's update lanes
+        (``lanes.py``) read one minibatch from two threads."""
 
 
 _SCOPE: ContextVar[_Scope | None] = ContextVar("unity_rl_minibatch_images", default=None)
@@ -97,6 +102,12 @@ def channels_last(images: torch.Tensor) -> torch.Tensor:
     if scope is None:
         return _convert(images)
     key = (images.data_ptr(), tuple(images.shape), images.stride(), images._version)
+    with scope.lock:
+        return _converted_in(scope, key, images)
+
+
+def _converted_in(scope: _Scope, key: tuple, images: torch.Tensor) -> torch.Tensor:
+    """The conversion ``scope`` keeps for ``key``, made now if it has none."""
     hit = scope.converted.get(key)
     if hit is None:
         # counted per image shape (C, H, W), whatever the rows: batches of one image shape

@@ -173,6 +173,12 @@ class TrainingSession:
         """The most parameters one behavior's update optimises (0 before ``setup``)."""
         return max((b.host.parameter_count() for b in self.behaviors.values()), default=0)
 
+    def updates_split(self) -> bool:
+        """Whether every behavior's update runs in two lanes given two cores
+        (``LearnerHost.update_lanes``; False before ``setup``)."""
+        return bool(self.behaviors) and all(b.host.update_lanes() >= 2
+                                            for b in self.behaviors.values())
+
     # -- loop -----------------------------------------------------------------------------------
     def runner_hosts(self) -> dict:
         """Full behavior name -> what the runner drives: the behavior's host, or its self-play

@@ -13,7 +13,8 @@ updates (after ``warmup`` of them, which warm the allocator), ``updates_each`` t
 keeps the count whose median update seconds were lower and logs both medians. The trial costs at
 most ``updates_each`` updates at the slower count. The training session feeds it every round
 (``observe_round``: the round's ``Runtime/Update Seconds``, summed over the behaviors that
-trained).
+trained). The trainer's ``set_threads`` gives a count to ``lanes.set_learner_cores``: PPO's
+update runs in two lanes of one thread each on 2 cores rather than one lane of 2 threads.
 """
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ class ThreadTrial:
         if all(len(s) >= self.updates_each for s in self.seconds.values()):
             medians = {n: statistics.median(s) for n, s in self.seconds.items()}
             self.chosen = min(self.candidates, key=lambda n: medians[n])
-            logger.info("learner: keeps %d torch thread(s); median update %s",
+            logger.info("learner: keeps %d core(s); median update %s",
                         self.chosen, ", ".join(f"{medians[n]:.3f} s on {n}"
                                                for n in self.candidates))
             self.current = self.chosen

@@ -49,6 +49,7 @@ Contract:
 """
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from pathlib import Path
@@ -56,6 +57,7 @@ from typing import Sequence
 
 import torch
 
+from unity_rl.algorithms.lanes import lane_count, set_learner_cores
 from unity_rl.checkpoint import CheckpointManager
 from unity_rl.config import ConfigError, RunConfig
 from unity_rl.interrupts import sigterm_raises
@@ -120,12 +122,15 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
                 run.setup(infos, console)
                 parameters = run.largest_learner_parameters()
                 threads = learner_torch_threads(cfg, parameters)
-                torch.set_num_threads(threads)
+                use_cores = functools.partial(set_learner_cores, split=run.updates_split())
+                use_cores(threads)
                 trial = None
                 if threads > 1 and cfg.unity_rl.torch_threads is None:
-                    trial = ThreadTrial((threads, 1))  # the rule's pick, checked on this machine
-                logger.info("learner: %d torch thread(s)%s (largest network: %.2fM parameters)",
-                            threads, " to try against 1" if trial else "", parameters / 1e6)
+                    # the rule's pick, checked on this machine
+                    trial = ThreadTrial((threads, 1), set_threads=use_cores)
+                logger.info("learner: %d core(s)%s%s (largest network: %.2fM parameters)",
+                            threads, " in 2 update lanes" if threads > 1 and lane_count() > 1
+                            else "", " to try against 1" if trial else "", parameters / 1e6)
                 run.loop(runner_for(run.runner_hosts()), target_return,
                          on_round=trial.observe_round if trial else None)
                 save_at_end = True

@@ -236,6 +236,10 @@ class POCALearner:
         """Elements of the actor's and the critic's parameters (what one update's Adam steps)."""
         return optimised_parameter_count(self.optimizer)
 
+    def update_lanes(self) -> int:
+        """1: its minibatch step runs in one piece (``algorithms/lanes.py`` is PPO's)."""
+        return 1
+
     # -- the algorithm --------------------------------------------------------------------------
 
     def update(self, trajectories: list[Trajectory],

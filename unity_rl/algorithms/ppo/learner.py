@@ -81,6 +81,7 @@ from unity_rl.algorithms.distributions import DiagGaussian, HybridDistribution, 
 from unity_rl.algorithms.encoders import ObservationLayout, ObsShapesLike
 from unity_rl.algorithms.gae import compute_gae
 from unity_rl.algorithms.image_layout import MinibatchWorkspace, converted_once
+from unity_rl.algorithms.lanes import run_lanes
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.nets import optimised_parameter_count, seeded_init
 from unity_rl.algorithms.ppo.config import PPOConfig
@@ -253,6 +254,11 @@ class PPOLearner:
         """Elements of the actor-critic's parameters (what one update's Adam steps)."""
         return optimised_parameter_count(self.optimizer)
 
+    def update_lanes(self) -> int:
+        """2: ``optimise`` runs the actor's and the critic's halves of each minibatch step in
+        ``lanes.run_lanes``; 1 with ``shared_critic`` (one trunk takes both gradients)."""
+        return 1 if self.model.shared_critic else 2
+
     # -- the algorithm --------------------------------------------------------------------------
 
     def _tensor(self, array: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
@@ -395,33 +401,47 @@ class PPOLearner:
                     actor_memory, critic_memory = batch.memories[units], batch.critic_memories[units]
                 # gathered once (camera rows are large), cameras copied channels-last once
                 mb_obs = self.workspace.rows("obs", b_obs, mb_inds)
-                with converted_once(self.workspace):
+
+                def actor_half():  # the clipped surrogate and entropy bonus, and their gradients
                     dist = self.model.distribution(mb_obs,
                                                    None if b_masks is None else b_masks[mb_inds],
                                                    actor_memory, L)
+                    newlogprob = dist.log_prob(b_actions[mb_inds])  # [mb, K]
+                    entropy = dist.entropy()
+
+                    logratio = newlogprob - ratio_centre[mb_inds]
+                    ratio = logratio.exp()
+                    with torch.no_grad():
+                        # http://joschu.net/blog/kl-approx.html
+                        approx_kl = masked_mean((ratio - 1) - logratio, mb_mask)
+                        clipfrac = masked_mean(((ratio - 1.0).abs() > clip_coef).float(), mb_mask)
+
+                    pg_loss = clipped_surrogate_loss(
+                        newlogprob, ratio_centre[mb_inds], b_advantages[mb_inds], clip_coef,
+                        mb_mask, None if behaviour_weight is None else behaviour_weight[mb_inds])
+                    entropy_loss = masked_mean(entropy, mb_mask)
+                    (pg_loss - ent_coef * entropy_loss).backward()
+                    return pg_loss, entropy_loss, approx_kl, clipfrac
+
+                def critic_half():  # the value loss and its gradients
                     newvalue = self.model.get_value(mb_obs, critic_memory, L)  # [mb, heads]
-                newlogprob = dist.log_prob(b_actions[mb_inds])  # [mb, K]
-                entropy = dist.entropy()
+                    # anchored at the returns, as ML-Agents 1.1.0 reads its buffer (module doc):
+                    # the squared error, unclipped
+                    v_loss = value_loss(newvalue, b_returns[mb_inds], b_returns[mb_inds],
+                                        clip_coef, mb_mask)
+                    (VALUE_LOSS_WEIGHT * v_loss).backward()
+                    return v_loss
 
-                logratio = newlogprob - ratio_centre[mb_inds]
-                ratio = logratio.exp()
-                with torch.no_grad():
-                    # http://joschu.net/blog/kl-approx.html
-                    approx_kl = masked_mean((ratio - 1) - logratio, mb_mask)
-                    clipfrac = masked_mean(((ratio - 1.0).abs() > clip_coef).float(), mb_mask)
-
-                pg_loss = clipped_surrogate_loss(
-                    newlogprob, ratio_centre[mb_inds], b_advantages[mb_inds], clip_coef, mb_mask,
-                    None if behaviour_weight is None else behaviour_weight[mb_inds])
-                # anchored at the returns, as ML-Agents 1.1.0 reads its buffer (module doc):
-                # the squared error, unclipped
-                v_loss = value_loss(newvalue, b_returns[mb_inds], b_returns[mb_inds], clip_coef,
-                                    mb_mask)
-                entropy_loss = masked_mean(entropy, mb_mask)
-                loss = pg_loss - ent_coef * entropy_loss + VALUE_LOSS_WEIGHT * v_loss
-
+                # loss = pg_loss - ent_coef * entropy_loss + VALUE_LOSS_WEIGHT * v_loss: separate
+                # actor and critic networks take their gradients from their own half, so the
+                # halves may run side by side (lanes.py); a shared critic's trunk sums both
                 self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
+                with converted_once(self.workspace):
+                    if self.model.shared_critic:
+                        halves = actor_half(), critic_half()
+                    else:
+                        halves = run_lanes(actor_half, critic_half)
+                (pg_loss, entropy_loss, approx_kl, clipfrac), v_loss = halves
                 self.optimizer.step()
 
                 # The learned reward signals train on the same minibatch, once each (ML-Agents'
