@@ -1,4 +1,5 @@
-"""One PPO update at 1 and at N torch threads, for the network sizes of Unity's example configs.
+"""One PPO update at 1 and at N torch threads, and on N cores in 2 update lanes, for the network
+sizes of Unity's example configs.
 
 The evidence behind ``unity_rl.torch_threads: null`` (``training/wiring.py``,
 ``WIDE_NETWORK_UNITS``): a sync learner takes several threads only when its networks are wide
@@ -6,7 +7,9 @@ enough to gain from them. For each size below, random Worm-like trajectories (co
 actions, a normalised vector observation) go through ``PPOLearner.prepare`` and ``optimise``
 ``--repeats`` times at each thread count, each size and count in a fresh process (within one
 process, earlier learners and thread switches skewed later timings by up to 4x); the table gives
-the median update seconds and the speed-up of N threads over 1. Run it on an otherwise idle machine: contended threads measure
+the median update seconds and the speed-up of N threads over 1, and of N cores in two update
+lanes (``algorithms/lanes.py``: the actor's and the critic's halves side by side, N // 2 threads
+each) over 1: the evidence behind ``ThreadTrial``'s three candidates. Run it on an otherwise idle machine: contended threads measure
 the contention, not the network::
 
     .venv/bin/python benchmarks/learner_threads.py [--threads 2] [--repeats 3]
@@ -31,6 +34,7 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from unity_rl.algorithms.lanes import set_learner_cores  # noqa: E402
 from unity_rl.algorithms.network_config import NetworkConfig  # noqa: E402
 from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner  # noqa: E402
 from unity_rl.experience import StepExtras, Trajectory  # noqa: E402
@@ -47,10 +51,11 @@ SIZES = {
 LENGTH = 256
 
 
-def time_update(size: tuple, threads: int, repeats: int) -> list[float]:
-    """Update seconds (the epochs of minibatches) of ``repeats`` updates on one buffer."""
+def time_update(size: tuple, threads: int, repeats: int, split: bool = False) -> list[float]:
+    """Update seconds (the epochs of minibatches) of ``repeats`` updates on one buffer, on
+    ``threads`` cores: one lane of that many threads, or with ``split`` two lanes."""
     obs_n, act_n, hidden, layers, batch, buffer = size
-    torch.set_num_threads(threads)
+    set_learner_cores(threads, split=split)
     rng = np.random.default_rng(0)
     learner = PPOLearner([(obs_n,)], SimpleNamespace(continuous_size=act_n, discrete_branches=()),
                          PPOConfig(learning_rate=3e-4, lr_schedule="linear", buffer_size=buffer,
@@ -83,10 +88,10 @@ def update_seconds(learner: PPOLearner, trajectories: list, repeats: int) -> lis
     return seconds[1:]
 
 
-def median_in_fresh_process(name: str, threads: int, repeats: int) -> float:
+def median_in_fresh_process(name: str, threads: int, repeats: int, split: bool = False) -> float:
     """``time_update`` of size ``name`` in a new interpreter: its median update seconds."""
-    out = subprocess.run([sys.executable, __file__, "--one", name, str(threads), str(repeats)],
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run([sys.executable, __file__, "--one", name, str(threads), str(repeats),
+                          str(int(split))], check=True, capture_output=True, text=True).stdout
     return float(out.strip().splitlines()[-1])
 
 
@@ -95,24 +100,28 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="the N compared with 1")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/learner_threads.json")
-    parser.add_argument("--one", nargs=3, metavar=("SIZE", "THREADS", "REPEATS"),
+    parser.add_argument("--one", nargs=4, metavar=("SIZE", "THREADS", "REPEATS", "SPLIT"),
                         help=argparse.SUPPRESS)  # a child: print one median and exit
     args = parser.parse_args()
     if args.one:
-        name, threads, repeats = args.one
-        print(statistics.median(time_update(SIZES[name], int(threads), int(repeats))))
+        name, threads, repeats, split = args.one
+        print(statistics.median(time_update(SIZES[name], int(threads), int(repeats),
+                                            bool(int(split)))))
         return
     rows = []
     print(f"one PPO update (3 epochs), median of {args.repeats}; load {os.getloadavg()[0]:.2f}")
     print(f"{'size':<34}{'units':>6}{'batch':>7}{'1 thread s':>12}{f'{args.threads} threads s':>13}"
-          f"{'speed-up':>10}")
+          f"{'speed-up':>10}{f'{args.threads} in lanes s':>15}{'speed-up':>10}")
     for name, size in SIZES.items():
         one = median_in_fresh_process(name, 1, args.repeats)
         many = median_in_fresh_process(name, args.threads, args.repeats)
+        lanes = median_in_fresh_process(name, args.threads, args.repeats, split=True)
         rows.append({"size": name, "obs": size[0], "actions": size[1], "hidden_units": size[2],
                      "num_layers": size[3], "batch_size": size[4], "buffer_size": size[5],
-                     "one_thread_s": one, "n_threads_s": many, "speed_up": one / many})
-        print(f"{name:<34}{size[2]:>6}{size[4]:>7}{one:>12.3f}{many:>13.3f}{one / many:>9.2f}x")
+                     "one_thread_s": one, "n_threads_s": many, "speed_up": one / many,
+                     "n_cores_in_lanes_s": lanes, "lanes_speed_up": one / lanes})
+        print(f"{name:<34}{size[2]:>6}{size[4]:>7}{one:>12.3f}{many:>13.3f}{one / many:>9.2f}x"
+              f"{lanes:>15.3f}{one / lanes:>9.2f}x")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
         "threads": args.threads, "repeats": args.repeats, "cpus": os.cpu_count(),
