@@ -1,5 +1,5 @@
-"""One PPO update at 1 and at N torch threads, and on N cores in 2 update lanes, for the network
-sizes of Unity's example configs.
+"""One PPO update at 1 and at N torch threads, and on N cores with its halves side by side, for
+the network sizes of Unity's example configs.
 
 The evidence behind ``unity_rl.torch_threads: null`` (``training/wiring.py``,
 ``WIDE_NETWORK_UNITS``): a sync learner takes several threads only when its networks are wide
@@ -7,9 +7,10 @@ enough to gain from them. For each size below, random Worm-like trajectories (co
 actions, a normalised vector observation) go through ``PPOLearner.prepare`` and ``optimise``
 ``--repeats`` times at each thread count, each size and count in a fresh process (within one
 process, earlier learners and thread switches skewed later timings by up to 4x); the table gives
-the median update seconds and the speed-up of N threads over 1, and of N cores in two update
-lanes (``algorithms/lanes.py``: the actor's and the critic's halves side by side, N // 2 threads
-each) over 1: the evidence behind ``ThreadTrial``'s three candidates. Run it on an otherwise idle machine: contended threads measure
+the median update seconds and the speed-up of N threads over 1, and of N cores with the update's
+halves side by side (``algorithms/update_halves.py``: the actor's and the critic's, N // 2
+threads each) over 1: the evidence for running PPO's halves side by side when it gets N cores.
+Run it on an otherwise idle machine: contended threads measure
 the contention, not the network::
 
     .venv/bin/python benchmarks/learner_threads.py [--threads 2] [--repeats 3]
@@ -34,7 +35,7 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from unity_rl.algorithms.lanes import set_learner_cores  # noqa: E402
+from unity_rl.algorithms.update_halves import set_learner_cores  # noqa: E402
 from unity_rl.algorithms.network_config import NetworkConfig  # noqa: E402
 from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner  # noqa: E402
 from unity_rl.experience import StepExtras, Trajectory  # noqa: E402
@@ -53,7 +54,7 @@ LENGTH = 256
 
 def time_update(size: tuple, threads: int, repeats: int, split: bool = False) -> list[float]:
     """Update seconds (the epochs of minibatches) of ``repeats`` updates on one buffer, on
-    ``threads`` cores: one lane of that many threads, or with ``split`` two lanes."""
+    ``threads`` cores: in one piece on that many threads, or with ``split`` its halves side by side."""
     obs_n, act_n, hidden, layers, batch, buffer = size
     set_learner_cores(threads, split=split)
     rng = np.random.default_rng(0)
@@ -111,17 +112,17 @@ def main() -> None:
     rows = []
     print(f"one PPO update (3 epochs), median of {args.repeats}; load {os.getloadavg()[0]:.2f}")
     print(f"{'size':<34}{'units':>6}{'batch':>7}{'1 thread s':>12}{f'{args.threads} threads s':>13}"
-          f"{'speed-up':>10}{f'{args.threads} in lanes s':>15}{'speed-up':>10}")
+          f"{'speed-up':>10}{f'{args.threads} halves s':>14}{'speed-up':>10}")
     for name, size in SIZES.items():
         one = median_in_fresh_process(name, 1, args.repeats)
         many = median_in_fresh_process(name, args.threads, args.repeats)
-        lanes = median_in_fresh_process(name, args.threads, args.repeats, split=True)
+        halves = median_in_fresh_process(name, args.threads, args.repeats, split=True)
         rows.append({"size": name, "obs": size[0], "actions": size[1], "hidden_units": size[2],
                      "num_layers": size[3], "batch_size": size[4], "buffer_size": size[5],
                      "one_thread_s": one, "n_threads_s": many, "speed_up": one / many,
-                     "n_cores_in_lanes_s": lanes, "lanes_speed_up": one / lanes})
+                     "n_cores_halves_s": halves, "halves_speed_up": one / halves})
         print(f"{name:<34}{size[2]:>6}{size[4]:>7}{one:>12.3f}{many:>13.3f}{one / many:>9.2f}x"
-              f"{lanes:>15.3f}{one / lanes:>9.2f}x")
+              f"{halves:>14.3f}{one / halves:>9.2f}x")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
         "threads": args.threads, "repeats": args.repeats, "cpus": os.cpu_count(),

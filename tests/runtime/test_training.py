@@ -1,7 +1,9 @@
 """``train`` end to end on the 3DBall stand-in builds: both wirings, resume, failures, signals."""
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import math
 import os
 import signal
@@ -12,9 +14,11 @@ from pathlib import Path
 
 import psutil
 import pytest
+import torch
 
 from tests.interrupts import sigint_as_in_a_terminal
 from tests.runtime.helpers import REPO_ROOT, checkpoint_entry, live_descendants, tiny_config
+from unity_rl.algorithms.update_halves import halves_side_by_side, set_learner_cores
 from unity_rl.checkpoint import CheckpointError, CheckpointManager
 from unity_rl.metrics import read_progress
 from unity_rl.runtime.messages import ActorFailedError
@@ -59,6 +63,21 @@ def test_tiny_run_counts_steps_updates_and_lag(mode, tmp_path, free_base_port):
     assert sorted(p.name for p in (tmp_path / "run" / "run_logs").iterdir()) == \
         ["Player-0.log", "Player-1.log"]
     assert live_descendants() == []
+
+
+def test_a_ppo_learner_on_two_cores_runs_its_update_halves_side_by_side(tmp_path, free_base_port,
+                                                                        caplog):
+    cfg = tiny_config(free_base_port(2), max_steps=1000)
+    cfg = dataclasses.replace(cfg, unity_rl=dataclasses.replace(cfg.unity_rl, torch_threads=2))
+    threads = torch.get_num_threads()
+    try:
+        with caplog.at_level(logging.INFO, logger="unity_rl.training.trainer"):
+            result = train(cfg, tmp_path / "run", resume=False, console=False)
+        assert halves_side_by_side() and torch.get_num_threads() == 1  # 1 thread per half
+    finally:
+        set_learner_cores(threads, split=False)
+    assert result.agent_steps >= 1000 and result.policy_version >= 2
+    assert "learner: 2 core(s), the update's halves side by side" in caplog.text
 
 
 def test_sync_partial_rollouts_leave_what_the_learner_trains_on_unchanged(

@@ -15,7 +15,7 @@ critic; SAC's policy, Q1, Q2 and V), and each would copy its cameras channels-la
 learner wraps one minibatch's forward passes in ``with converted_once(...):``; inside, the first
 conversion of a camera batch is kept and handed to every later reader of the same tensor (the
 same memory, shape, strides and version), from any thread in its context (a learner's update
-lanes, ``lanes.py``; a lock orders them). The scope holds the source tensors, so their memory
+halves, ``update_halves.py``; a lock orders them). The scope holds the source tensors, so their memory
 cannot be reused for another batch while it lasts; leaving it drops them.
 
 ``MinibatchWorkspace``: a camera minibatch is ~100 MB (256 rows of 12x84x84 floats), and
@@ -77,8 +77,8 @@ class _Scope:
         self.per_shape: dict[tuple, int] = {}
         """Camera batches converted so far per image shape (C, H, W)."""
         self.lock = threading.Lock()
-        """Held while a conversion is looked up or made: a learner's update lanes
-        (``lanes.py``) read one minibatch from two threads."""
+        """Held while a conversion is looked up or made: a learner's update halves
+        (``update_halves.py``) may read one minibatch from two threads."""
 
 
 _SCOPE: ContextVar[_Scope | None] = ContextVar("unity_rl_minibatch_images", default=None)

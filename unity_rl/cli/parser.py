@@ -97,9 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="with --backend ray: CPUs each actor reserves (default 1)")
     train.add_argument("--torch-device", metavar="D", help="learner device: cpu, cuda, cuda:N or mps (default: cuda if available)")
     train.add_argument("--torch-threads", type=int, metavar="N",
-                       help="learner torch threads (default: in sync mode with networks of 256+ "
-                            "units or 2M+ parameters the cores up to 4, else 1; give 1 when "
-                            "other jobs share the cores)")
+                       help="the learner's cores: torch threads, or PPO's update halves side by "
+                            "side (default: in sync mode with networks of 256+ units or 2M+ "
+                            "parameters the cores up to 4, else 1; give 1 when other jobs share "
+                            "the cores)")
     train.add_argument("--debug", action="store_true", default=None, help="verbose logging")
     train.set_defaults(handler=cmd_train)
 

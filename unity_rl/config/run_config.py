@@ -118,7 +118,9 @@ class UnityRLConfig:
     """Re-creations of a dead or hung actor allowed per actor, local or Ray (-1: no limit);
     null: the builds' restart quota (env_settings.max_lifetime_restarts with its rate limit)."""
     torch_threads: int | None = None
-    """torch intra-op threads of the learner (actors always use 1); null: in sync mode with
+    """the learner's cores (actors always use 1 thread): torch intra-op threads, or with PPO's
+    separate actor and critic the update's two halves side by side on half each
+    (``algorithms/update_halves.py``); null: in sync mode with
     networks 256 units wide or wider this machine's cores up to 4 (actors and their builds wait
     while the learner updates), else 1 (async: they keep the other cores busy; narrow networks
     gain nothing)."""

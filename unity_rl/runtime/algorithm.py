@@ -108,9 +108,9 @@ class LearnerHost(Protocol):
         threads by the largest; ``training.wiring.learner_torch_threads``)."""
         ...
 
-    def update_lanes(self) -> int:
-        """2 where each minibatch step of the learner's update runs in two independent halves
-        side by side when given two cores (``algorithms/lanes.py``), else 1."""
+    def splits_update(self) -> bool:
+        """Whether each minibatch step of the learner's update is two independent halves that
+        may run side by side on two cores (``algorithms/update_halves.py``)."""
         ...
 
     def state_dict(self) -> dict: ...

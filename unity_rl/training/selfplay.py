@@ -134,8 +134,8 @@ class SelfPlayHost:
     def parameter_count(self) -> int:
         return self.host.parameter_count()
 
-    def update_lanes(self) -> int:
-        return self.host.update_lanes()
+    def splits_update(self) -> bool:
+        return self.host.splits_update()
 
     def state_dict(self) -> dict:
         return {"host": self.host.state_dict(), "ghost": self.ghost.state_dict(),

@@ -174,9 +174,9 @@ class TrainingSession:
         return max((b.host.parameter_count() for b in self.behaviors.values()), default=0)
 
     def updates_split(self) -> bool:
-        """Whether every behavior's update runs in two lanes given two cores
-        (``LearnerHost.update_lanes``; False before ``setup``)."""
-        return bool(self.behaviors) and all(b.host.update_lanes() >= 2
+        """Whether every behavior's update splits into halves that may run side by side
+        (``LearnerHost.splits_update``; False before ``setup``)."""
+        return bool(self.behaviors) and all(b.host.splits_update()
                                             for b in self.behaviors.values())
 
     # -- loop -----------------------------------------------------------------------------------

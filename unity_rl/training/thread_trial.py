@@ -13,8 +13,9 @@ updates (after ``warmup`` of them, which warm the allocator), ``updates_each`` t
 keeps the count whose median update seconds were lower and logs both medians. The trial costs at
 most ``updates_each`` updates at the slower count. The training session feeds it every round
 (``observe_round``: the round's ``Runtime/Update Seconds``, summed over the behaviors that
-trained). The trainer's ``set_threads`` gives a count to ``lanes.set_learner_cores``: PPO's
-update runs in two lanes of one thread each on 2 cores rather than one lane of 2 threads.
+trained). The trainer's ``set_threads`` gives a count to ``update_halves.set_learner_cores``:
+on 2 cores PPO's update runs its actor's and critic's halves side by side, one thread each,
+rather than in one piece on 2 threads.
 """
 from __future__ import annotations
 

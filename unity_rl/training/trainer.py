@@ -55,9 +55,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-import torch
-
-from unity_rl.algorithms.lanes import lane_count, set_learner_cores
+from unity_rl.algorithms.update_halves import halves_side_by_side, set_learner_cores
 from unity_rl.checkpoint import CheckpointManager
 from unity_rl.config import ConfigError, RunConfig
 from unity_rl.interrupts import sigterm_raises
@@ -96,7 +94,7 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
         state = None  # run the weights with fresh counters; nothing of the run is overwritten
     seed = int(state["seed"]) if state else resolve_seed(cfg)
     seed_everything(seed)
-    torch.set_num_threads(1)  # the host owns process-wide torch state; sized after setup
+    set_learner_cores(1, split=False)  # the host owns process-wide torch state: sized after setup
     keep_freed_memory()  # and the allocator's: buffers of camera rows reuse freed memory
     ck = cfg.checkpoint_settings  # lessons come back with --resume only (mlagents-learn's)
     curricula = restore_curricula(cfg, seed, initial if ck.inference and ck.resume else state)
@@ -128,9 +126,10 @@ def train(cfg: RunConfig, run_dir: Path, *, resume: bool, console: bool = True,
                 if threads > 1 and cfg.unity_rl.torch_threads is None:
                     # the rule's pick, checked on this machine
                     trial = ThreadTrial((threads, 1), set_threads=use_cores)
+                halves = ", the update's halves side by side" if halves_side_by_side() else ""
                 logger.info("learner: %d core(s)%s%s (largest network: %.2fM parameters)",
-                            threads, " in 2 update lanes" if threads > 1 and lane_count() > 1
-                            else "", " to try against 1" if trial else "", parameters / 1e6)
+                            threads, halves, " to try against 1" if trial else "",
+                            parameters / 1e6)
                 run.loop(runner_for(run.runner_hosts()), target_return,
                          on_round=trial.observe_round if trial else None)
                 save_at_end = True

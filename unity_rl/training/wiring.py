@@ -123,7 +123,8 @@ def learner_torch_threads(cfg: RunConfig, parameters: int = 0) -> int:
     idle), else 1 (smaller networks pay more for the threads than they gain). Where this gives
     more than 1 and the config left it null, the trainer checks it on the machine: a
     ``ThreadTrial`` (``training/thread_trial.py``) times the first updates at this count and at
-    1 and keeps the faster."""
+    1 and keeps the faster. The count is the learner's cores: the trainer hands it to
+    ``update_halves.set_learner_cores``, which runs PPO's update halves side by side on them."""
     rl = cfg.unity_rl
     if rl.torch_threads is not None:
         return int(rl.torch_threads)

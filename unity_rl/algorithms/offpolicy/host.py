@@ -174,8 +174,8 @@ class OffPolicyHost:
     def parameter_count(self) -> int:
         return self.learner.parameter_count()
 
-    def update_lanes(self) -> int:
-        return 1  # the critic's step feeds the actor's: one after the other
+    def splits_update(self) -> bool:
+        return False  # the critic's step feeds the actor's: one after the other
 
     def updates_owed(self) -> int:
         return self.cfg.updates_owed(self.agent_steps, self.updates)

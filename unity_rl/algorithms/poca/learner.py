@@ -236,9 +236,9 @@ class POCALearner:
         """Elements of the actor's and the critic's parameters (what one update's Adam steps)."""
         return optimised_parameter_count(self.optimizer)
 
-    def update_lanes(self) -> int:
-        """1: its minibatch step runs in one piece (``algorithms/lanes.py`` is PPO's)."""
-        return 1
+    def splits_update(self) -> bool:
+        """False: its minibatch step runs in one piece (``algorithms/update_halves.py``)."""
+        return False
 
     # -- the algorithm --------------------------------------------------------------------------
 

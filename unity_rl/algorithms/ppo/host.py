@@ -138,8 +138,8 @@ class PPOHost:
     def parameter_count(self) -> int:
         return self.learner.parameter_count()
 
-    def update_lanes(self) -> int:
-        return self.learner.update_lanes()
+    def splits_update(self) -> bool:
+        return self.learner.splits_update()
 
     def state_dict(self) -> dict:
         """The learner's state (what ``export.load_policy`` reads), the host's version and its

@@ -6,7 +6,8 @@ Two roles share one network class:
 - ``PPOLearner`` owns the network, optimiser, observation normaliser and reward signals; it turns a
   list of ``Trajectory`` into one PPO update and returns metrics named like ML-Agents' TensorBoard
   tags.  It performs no I/O, starts no process or thread of its own and sets no process-wide
-  torch state (no global seed, no thread count).
+  torch state (no global seed, no thread count); where the trainer gave the learner two cores,
+  ``update_halves.run_halves`` runs the critic's half of each minibatch step on its thread.
 
 Observations: flat float32 rows (every observation flattened, in BehaviorSpec order); both roles
 take the observation *shapes* and split rows inside the network (``encoders.py``: images through
@@ -65,7 +66,7 @@ Lagged rows (``update(lags=...)``: the async host under ``lag_correction: decoup
 decoupled PPO (``proximal.py``): the ratio centred on the policy at the update's start, each term
 weighted by π_prox/π_behav; without lags, rows of lag 0 and sync runs keep ML-Agents' update.
 
-Size (about 460 lines): ``prepare`` and ``optimise`` are the paper's update top to bottom;
+Size (about 475 lines): ``prepare`` and ``optimise`` are the paper's update top to bottom;
 the memory half is in ``memory.py``, the shared rows in ``batch.py`` and the losses in
 ``losses.py``; what stays is the update itself, its checkpoints and its weights.
 """
@@ -81,7 +82,7 @@ from unity_rl.algorithms.distributions import DiagGaussian, HybridDistribution, 
 from unity_rl.algorithms.encoders import ObservationLayout, ObsShapesLike
 from unity_rl.algorithms.gae import compute_gae
 from unity_rl.algorithms.image_layout import MinibatchWorkspace, converted_once
-from unity_rl.algorithms.lanes import run_lanes
+from unity_rl.algorithms.update_halves import run_halves
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.nets import optimised_parameter_count, seeded_init
 from unity_rl.algorithms.ppo.config import PPOConfig
@@ -254,10 +255,11 @@ class PPOLearner:
         """Elements of the actor-critic's parameters (what one update's Adam steps)."""
         return optimised_parameter_count(self.optimizer)
 
-    def update_lanes(self) -> int:
-        """2: ``optimise`` runs the actor's and the critic's halves of each minibatch step in
-        ``lanes.run_lanes``; 1 with ``shared_critic`` (one trunk takes both gradients)."""
-        return 1 if self.model.shared_critic else 2
+    def splits_update(self) -> bool:
+        """True: ``optimise`` runs the actor's and the critic's halves of each minibatch step
+        through ``update_halves.run_halves``; False with ``shared_critic`` (one trunk takes both
+        gradients)."""
+        return not self.model.shared_critic
 
     # -- the algorithm --------------------------------------------------------------------------
 
@@ -434,13 +436,13 @@ class PPOLearner:
 
                 # loss = pg_loss - ent_coef * entropy_loss + VALUE_LOSS_WEIGHT * v_loss: separate
                 # actor and critic networks take their gradients from their own half, so the
-                # halves may run side by side (lanes.py); a shared critic's trunk sums both
+                # halves may run side by side (update_halves.py); a shared critic's trunk sums both
                 self.optimizer.zero_grad(set_to_none=True)
                 with converted_once(self.workspace):
                     if self.model.shared_critic:
                         halves = actor_half(), critic_half()
                     else:
-                        halves = run_lanes(actor_half, critic_half)
+                        halves = run_halves(actor_half, critic_half)
                 (pg_loss, entropy_loss, approx_kl, clipfrac), v_loss = halves
                 self.optimizer.step()
 

@@ -1,8 +1,8 @@
-"""Update lanes (``algorithms/lanes.py``): PPO's actor and critic halves side by side.
+"""``algorithms/update_halves.py``: PPO's actor and critic halves side by side.
 
-The claim that matters: two lanes change where the halves run, not what the update computes —
-the weights after an update are bit-identical to one lane's, on a network with a camera (whose
-channels-last conversion both halves share) and a goal-conditioned hyper layer."""
+The claim that matters: side by side changes where the halves run, not what the update
+computes — the weights after an update are bit-identical to one piece's, on a network with a
+camera (whose channels-last conversion both halves share) and a goal-conditioned hyper layer."""
 from __future__ import annotations
 
 import threading
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from unity_rl.algorithms import lanes
+from unity_rl.algorithms import update_halves
 from unity_rl.algorithms.network_config import NetworkConfig
 from unity_rl.algorithms.ppo.learner import PPOConfig, PPOLearner
 from unity_rl.experience import Trajectory
@@ -26,7 +26,7 @@ DISCRETE = SimpleNamespace(continuous_size=0, discrete_branches=(5,))
 def restore_cores():
     threads = torch.get_num_threads()
     yield
-    lanes.set_learner_cores(threads, split=False)
+    update_halves.set_learner_cores(threads, split=False)
 
 
 def _trajectories(seed: int, n: int = 4, length: int = 16) -> list[Trajectory]:
@@ -56,32 +56,32 @@ def _learner(shared_critic: bool = False) -> PPOLearner:
 
 
 def _weights_after_updates(cores: int, split: bool) -> tuple[dict, list[dict]]:
-    lanes.set_learner_cores(cores, split=split)
+    update_halves.set_learner_cores(cores, split=split)
     learner = _learner()
     metrics = [learner.update(_trajectories(seed)) for seed in (0, 1)]
     return {k: v.clone() for k, v in learner.model.state_dict().items()}, metrics
 
 
-def test_two_lanes_train_the_same_weights_bit_for_bit_as_one(restore_cores):
-    one_lane, one_metrics = _weights_after_updates(1, split=False)
-    assert lanes.lane_count() == 1
-    two_lanes, two_metrics = _weights_after_updates(2, split=True)
-    assert lanes.lane_count() == 2 and torch.get_num_threads() == 1  # 2 lanes of 1 thread
-    assert one_lane.keys() == two_lanes.keys()
-    changed = [k for k in one_lane if not torch.equal(one_lane[k], _learner().model.state_dict()[k])]
-    assert changed  # the updates did move the weights
-    for key in one_lane:
-        assert torch.equal(one_lane[key], two_lanes[key]), key
+def test_halves_side_by_side_train_the_same_weights_bit_for_bit_as_one_piece(restore_cores):
+    one_piece, one_metrics = _weights_after_updates(1, split=False)
+    assert not update_halves.halves_side_by_side()
+    side_by_side, two_metrics = _weights_after_updates(2, split=True)
+    assert update_halves.halves_side_by_side() and torch.get_num_threads() == 1  # 1 each
+    assert one_piece.keys() == side_by_side.keys()
+    initial = _learner().model.state_dict()
+    assert any(not torch.equal(one_piece[k], initial[k]) for k in one_piece)  # they trained
+    for key in one_piece:
+        assert torch.equal(one_piece[key], side_by_side[key]), key
     assert one_metrics == two_metrics
 
 
 def test_ppo_splits_its_update_only_with_separate_actor_and_critic():
-    assert _learner().update_lanes() == 2
-    assert _learner(shared_critic=True).update_lanes() == 1
+    assert _learner().splits_update()
+    assert not _learner(shared_critic=True).splits_update()
 
 
 def test_second_half_runs_on_another_thread_and_both_finish_before_an_error(restore_cores):
-    lanes.set_learner_cores(2, split=True)
+    update_halves.set_learner_cores(2, split=True)
     threads, finished = [], []
 
     def first():
@@ -94,19 +94,19 @@ def test_second_half_runs_on_another_thread_and_both_finish_before_an_error(rest
         return 2
 
     with pytest.raises(RuntimeError, match="first half failed"):
-        lanes.run_lanes(first, second)
+        update_halves.run_halves(first, second)
     assert finished == ["second"] and len(set(threads)) == 2
 
     def failing_second():
         raise ValueError("second half failed")
 
     with pytest.raises(ValueError, match="second half failed"):
-        lanes.run_lanes(lambda: 1, failing_second)
-    assert lanes.run_lanes(lambda: 1, lambda: 2) == (1, 2)
+        update_halves.run_halves(lambda: 1, failing_second)
+    assert update_halves.run_halves(lambda: 1, lambda: 2) == (1, 2)
 
 
-def test_without_split_one_lane_of_every_core(restore_cores):
-    lanes.set_learner_cores(2, split=False)
-    assert lanes.lane_count() == 1 and torch.get_num_threads() == 2
+def test_without_split_one_piece_on_every_core(restore_cores):
+    update_halves.set_learner_cores(2, split=False)
+    assert not update_halves.halves_side_by_side() and torch.get_num_threads() == 2
     main = threading.get_ident()
-    assert lanes.run_lanes(threading.get_ident, threading.get_ident) == (main, main)
+    assert update_halves.run_halves(threading.get_ident, threading.get_ident) == (main, main)
