@@ -110,3 +110,29 @@ def test_without_split_one_piece_on_every_core(restore_cores):
     assert not update_halves.halves_side_by_side() and torch.get_num_threads() == 2
     main = threading.get_ident()
     assert update_halves.run_halves(threading.get_ident, threading.get_ident) == (main, main)
+
+
+def test_poca_halves_side_by_side_train_the_same_weights_bit_for_bit(restore_cores):
+    """POCA's actor half and its critic's (value and baseline) half, with own and mates'
+    cameras converted channels-last from both threads."""
+    from tests.algos.test_poca import SPEC, trajectories
+    from unity_rl.algorithms.poca.config import POCAConfig
+    from unity_rl.algorithms.poca.learner import POCALearner
+
+    shape = (3, 20, 20)
+
+    def trained(split: bool) -> dict:
+        update_halves.set_learner_cores(2 if split else 1, split=split)
+        poca = POCALearner([shape], SPEC, POCAConfig(buffer_size=32, minibatch_size=16),
+                           NetworkConfig(hidden_units=16, num_layers=1, vis_encode_type="simple"),
+                           seed=0)
+        assert poca.splits_update()
+        for seed in (3, 4):
+            poca.update(trajectories(np.random.default_rng(seed), obs=int(np.prod(shape))))
+        return {**{f"actor.{k}": v.clone() for k, v in poca.model.state_dict().items()},
+                **{f"critic.{k}": v.clone() for k, v in poca.critic.state_dict().items()}}
+
+    one_piece, side_by_side = trained(False), trained(True)
+    assert update_halves.halves_side_by_side()
+    for key in one_piece:
+        assert torch.equal(one_piece[key], side_by_side[key]), key

@@ -53,7 +53,7 @@ schedules).
 Lagged rows (``update(lags=...)``, async under ``lag_correction: decoupled``) train with decoupled
 PPO, as PPO's (``ppo/proximal.py``).
 
-Size (about 460 lines): ``update()`` (prepare then optimise, in the paper's order) and the
+Size (about 475 lines): ``update()`` (prepare then optimise, in the paper's order) and the
 critic's group rows stay here; the row building shared with PPO is in ``ppo/batch.py`` and the
 group-critic helpers in ``critic_rows.py``, so what is left reads as one algorithm.
 """
@@ -87,6 +87,7 @@ from unity_rl.algorithms.reward_signals.base import (SignalBatch, episode_reward
 from unity_rl.algorithms.reward_signals.config import EXTRINSIC_ONLY, RewardSignalConfig
 from unity_rl.algorithms.reward_signals.registry import make_reward_signals
 from unity_rl.algorithms.sequences import pad_sequences, pad_trajectories, sequence_rows
+from unity_rl.algorithms.update_halves import run_halves
 from unity_rl.experience import Trajectory
 
 logger = logging.getLogger(__name__)
@@ -237,8 +238,9 @@ class POCALearner:
         return optimised_parameter_count(self.optimizer)
 
     def splits_update(self) -> bool:
-        """False: its minibatch step runs in one piece (``algorithms/update_halves.py``)."""
-        return False
+        """True: ``optimise`` runs the actor's half and the critic's (value and baseline) half
+        of each minibatch step through ``update_halves.run_halves``."""
+        return True
 
     # -- the algorithm --------------------------------------------------------------------------
 
@@ -383,26 +385,36 @@ class POCALearner:
                 # gathered once each (camera rows are large), cameras copied channels-last once
                 obs = self.workspace.rows("obs", batch.obs, idx)
                 mates_obs = self.workspace.rows("mates_obs", batch.mates_obs, idx)
-                with converted_once(self.workspace):
+                returns = batch.returns[idx]
+
+                def actor_half():  # the clipped surrogate and entropy bonus, and their gradients
                     dist = self.model.distribution(
                         obs, None if batch.masks is None else batch.masks[idx], actor_mem, L)
+                    pg_loss = clipped_surrogate_loss(
+                        dist.log_prob(batch.actions[idx]), ratio_centre[idx],
+                        batch.advantages[idx], epsilon, mask,
+                        None if behaviour_weight is None else behaviour_weight[idx])
+                    entropy_loss = masked_mean(dist.entropy(), mask)
+                    (pg_loss - beta * entropy_loss).backward()
+                    return pg_loss, entropy_loss
+
+                def critic_half():  # the value and baseline losses, and their gradients
                     values = self.critic.value(obs, mates_obs, value_mem, L)
                     baselines = self.critic.baseline(obs, mates_obs, batch.mates_actions[idx],
                                                      baseline_mem, L)
-                newlogprob = dist.log_prob(batch.actions[idx])
-                entropy = dist.entropy()
-                returns = batch.returns[idx]
-                pg_loss = clipped_surrogate_loss(
-                    newlogprob, ratio_centre[idx], batch.advantages[idx], epsilon, mask,
-                    None if behaviour_weight is None else behaviour_weight[idx])
-                # the value loss anchored at the returns (module doc)
-                v_loss = value_loss(values, returns, returns, epsilon, mask)
-                b_loss = value_loss(baselines, batch.baselines[idx], returns, epsilon, mask)
-                entropy_loss = masked_mean(entropy, mask)
-                loss = (pg_loss + VALUE_LOSS_WEIGHT * (v_loss + BASELINE_LOSS_WEIGHT * b_loss)
-                        - beta * entropy_loss)
+                    # the value loss anchored at the returns (module doc)
+                    v_loss = value_loss(values, returns, returns, epsilon, mask)
+                    b_loss = value_loss(baselines, batch.baselines[idx], returns, epsilon, mask)
+                    (VALUE_LOSS_WEIGHT * (v_loss + BASELINE_LOSS_WEIGHT * b_loss)).backward()
+                    return v_loss, b_loss
+
+                # loss = pg_loss + VALUE_LOSS_WEIGHT * (v_loss + BASELINE_LOSS_WEIGHT * b_loss)
+                # - beta * entropy_loss; the actor and the critic are separate networks, so
+                # their halves may run side by side (update_halves.py)
                 self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
+                with converted_once(self.workspace):
+                    (pg_loss, entropy_loss), (v_loss, b_loss) = run_halves(actor_half,
+                                                                           critic_half)
                 self.optimizer.step()
                 # 7. The learned reward signals train on the same minibatch, once each
                 #    (ML-Agents' on_policy_trainer: update_reward_signals(minibatch) after each
