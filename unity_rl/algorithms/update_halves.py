@@ -22,8 +22,8 @@ Why halves rather than intra-op threads: a minibatch of 32 rows is too small for
 intra-op threads to pay on every op (``training/thread_trial.py``), but two whole networks run
 at once keep two cores busy. Unity's GridWorld config (a camera and a hyper layer in each of the
 actor's and the critic's networks), 24 minibatch steps on 2 cores: 0.99 -> 0.65 s and 1.05 ->
-0.70 s in two pairs against one thread; its whole update 0.955 -> 0.830 s in the trainer's own
-trial. ``benchmarks/learner_threads.py`` compares the two ways to use N cores on the sizes of
+0.70 s in two pairs against one thread; its whole update 1.077 -> 0.830 s in the trainer's own
+trial (median of 2 each). ``benchmarks/learner_threads.py`` compares the two ways to use N cores on the sizes of
 Unity's example configs (``learner_threads_halves_stop37.json``): side by side is as fast or
 faster than N intra-op threads on all six, from 3DBall's to Worm's.
 """
